@@ -1,0 +1,89 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// Weft: a peer-to-peer messaging mesh node.
+///
+/// Imports run one way: C libraries <- WeftCrypto/WeftCompression <- WeftWire <- WeftNode <- weft.
+let package = Package(
+    name: "weft",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "WeftCrypto", targets: ["WeftCrypto"]),
+        .library(name: "WeftCompression", targets: ["WeftCompression"]),
+        .library(name: "WeftWire", targets: ["WeftWire"]),
+        .library(name: "WeftNode", targets: ["WeftNode"]),
+        .executable(name: "weft", targets: ["weft"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
+    targets: [
+        // MARK: - C libraries (Debian: libsodium-dev, libzstd-dev; found through pkg-config)
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]
+        ),
+        .systemLibrary(
+            name: "CZstd",
+            pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"])]
+        ),
+
+        // MARK: - Libraries
+        .target(name: "WeftCrypto", dependencies: ["CSodium"]),
+        .target(name: "WeftCompression", dependencies: ["CZstd"]),
+        .target(
+            name: "WeftWire",
+            dependencies: [
+                "WeftCrypto",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .target(
+            name: "WeftNode",
+            dependencies: [
+                "WeftCrypto",
+                "WeftWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: - The CLI
+        .executableTarget(
+            name: "weft",
+            dependencies: [
+                "WeftCrypto",
+                "WeftWire",
+                "WeftNode",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: - Tests
+        .testTarget(name: "WeftCryptoTests", dependencies: ["WeftCrypto"]),
+        .testTarget(name: "WeftCompressionTests", dependencies: ["WeftCompression"]),
+        .testTarget(
+            name: "WeftWireTests",
+            dependencies: ["WeftWire", "WeftCrypto", .product(name: "NIOCore", package: "swift-nio")]
+        ),
+        .testTarget(
+            name: "WeftNodeTests",
+            dependencies: [
+                "WeftNode", "WeftWire", "WeftCrypto",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "WeftCLITests", dependencies: ["WeftCrypto"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

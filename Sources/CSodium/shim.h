@@ -1,0 +1,4 @@
+#ifndef WEFT_CSODIUM_SHIM_H
+#define WEFT_CSODIUM_SHIM_H
+#include <sodium.h>
+#endif

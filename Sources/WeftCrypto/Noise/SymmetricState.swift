@@ -1,0 +1,60 @@
+/// Noise's SymmetricState (§5.2): the chaining key, the handshake hash and a CipherState.
+struct SymmetricState: Sendable {
+    private(set) var chainingKey: SecureBytes
+    private(set) var handshakeHash: [UInt8]
+    private(set) var cipher = CipherState()
+
+    init(protocolName: String) {
+        let name = Array(protocolName.utf8)
+        if name.count <= BLAKE2b.outputByteCount {
+            handshakeHash = name + [UInt8](repeating: 0, count: BLAKE2b.outputByteCount - name.count)
+        } else {
+            handshakeHash = BLAKE2b.hash(name)
+        }
+        chainingKey = SecureBytes(copying: handshakeHash)
+    }
+
+    mutating func mixHash(_ data: [UInt8]) {
+        handshakeHash = BLAKE2b.hash(handshakeHash, data)
+    }
+
+    mutating func mixKey(_ inputKeyMaterial: SecureBytes) {
+        let out = BLAKE2b.hkdf(chainingKey: chainingKey, inputKeyMaterial: inputKeyMaterial, outputs: 2)
+        chainingKey = out[0]
+        cipher = CipherState(key: out[1].prefix(CipherState.keyByteCount))
+    }
+
+    mutating func mixKey(publicBytes: [UInt8]) {
+        mixKey(SecureBytes(copying: publicBytes))
+    }
+
+    mutating func mixKeyAndHash(_ inputKeyMaterial: SecureBytes) {
+        let out = BLAKE2b.hkdf(chainingKey: chainingKey, inputKeyMaterial: inputKeyMaterial, outputs: 3)
+        chainingKey = out[0]
+        mixHash(out[1].withUnsafeBytes { [UInt8]($0) })
+        cipher = CipherState(key: out[2].prefix(CipherState.keyByteCount))
+    }
+
+    var hasKey: Bool { cipher.hasKey }
+
+    mutating func encryptAndHash(_ plaintext: [UInt8]) throws(WeftCryptoError) -> [UInt8] {
+        let ciphertext = try cipher.encrypt(associatedData: handshakeHash, plaintext: plaintext)
+        mixHash(ciphertext)
+        return ciphertext
+    }
+
+    mutating func decryptAndHash(_ ciphertext: [UInt8]) throws(WeftCryptoError) -> [UInt8] {
+        let plaintext = try cipher.decrypt(associatedData: handshakeHash, ciphertext: ciphertext)
+        mixHash(ciphertext)
+        return plaintext
+    }
+
+    /// The two transport CipherStates: the first for initiator-to-responder.
+    func split() -> (CipherState, CipherState) {
+        let out = BLAKE2b.hkdf(chainingKey: chainingKey, inputKeyMaterial: [UInt8](), outputs: 2)
+        return (
+            CipherState(key: out[0].prefix(CipherState.keyByteCount)),
+            CipherState(key: out[1].prefix(CipherState.keyByteCount))
+        )
+    }
+}

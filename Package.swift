@@ -68,7 +68,7 @@ let package = Package(
         ),
 
         // MARK: - Tests
-        .testTarget(name: "WeftCryptoTests", dependencies: ["WeftCrypto"]),
+        .testTarget(name: "WeftCryptoTests", dependencies: ["WeftCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "WeftCompressionTests", dependencies: ["WeftCompression"]),
         .testTarget(
             name: "WeftWireTests",

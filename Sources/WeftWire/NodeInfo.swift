@@ -1,0 +1,56 @@
+import NIOCore
+import WeftCrypto
+
+/// What a node tells its peer in its handshake payload (SPEC.md "Handshake payload"):
+/// protocol version (u16) | features (u64) | Ed25519 public key (32) | display name (u8 length + UTF-8).
+/// Bytes after the name are ignored, so later versions can append fields.
+public struct NodeInfo: Hashable, Sendable {
+    public var protocolVersion: UInt16
+    /// Feature bits; none are defined in version 1.
+    public var features: UInt64
+    /// The node's identity; its converted X25519 key must equal the Noise static key.
+    public var identity: PublicIdentity
+    public var displayName: String
+
+    public init(
+        identity: PublicIdentity, displayName: String,
+        protocolVersion: UInt16 = WireConstants.protocolVersion, features: UInt64 = 0
+    ) {
+        self.protocolVersion = protocolVersion
+        self.features = features
+        self.identity = identity
+        self.displayName = displayName.truncatedToUTF8(WireConstants.maxDisplayNameByteCount)
+    }
+
+    @discardableResult
+    public func write(to buffer: inout ByteBuffer) -> Int {
+        buffer.writeInteger(protocolVersion) + buffer.writeInteger(features)
+            + buffer.writeBytes(identity.bytes) + buffer.writeShortString(displayName)
+    }
+
+    public var bytes: [UInt8] {
+        var buffer = ByteBuffer()
+        write(to: &buffer)
+        return Array(buffer.readableBytesView)
+    }
+
+    /// Parses a whole handshake payload; a short or invalid one throws.
+    public init(bytes: [UInt8]) throws(WeftWireError) {
+        var buffer = ByteBuffer(bytes: bytes)
+        guard let version = buffer.readInteger(as: UInt16.self),
+            let features = buffer.readInteger(as: UInt64.self),
+            let key = buffer.readBytes(length: PublicIdentity.byteCount)
+        else { throw .malformed("the handshake payload is too short for node info") }
+        guard let name = try buffer.readShortString(limit: WireConstants.maxDisplayNameByteCount) else {
+            throw .malformed("the handshake payload's display name is truncated")
+        }
+        do {
+            self.identity = try PublicIdentity(bytes: key)
+        } catch {
+            throw .malformed("the handshake payload's Ed25519 key is not a valid point")
+        }
+        self.protocolVersion = version
+        self.features = features
+        self.displayName = name
+    }
+}

@@ -1,0 +1,89 @@
+import NIOCore
+import WeftCrypto
+
+/// Seals frames into records and opens records into frames, once the handshake is done
+/// (SPEC.md "Transport records"): `length (u32) | ChaChaPoly(frame)`, where `length` counts the
+/// ciphertext and its 16-byte tag.
+///
+/// Sans-I/O and allocation-free on the hot path: frames are encrypted in the output buffer and
+/// decrypted in the input buffer.
+public struct TransportCodec: Sendable {
+    private var sendCipher: CipherState
+    private var receiveCipher: CipherState
+
+    /// Plaintext bytes sealed under the current sending key (for the rekey policy).
+    public private(set) var bytesSentSinceRekey: UInt64 = 0
+
+    public init(send: CipherState, receive: CipherState) {
+        self.sendCipher = send
+        self.receiveCipher = receive
+    }
+
+    // MARK: - Sending
+
+    /// Appends one record carrying `frame` to `buffer`.
+    public mutating func seal(_ frame: Frame, into buffer: inout ByteBuffer) throws(WeftCryptoError) {
+        let frameLength = frame.encodedByteCount
+        precondition(frameLength <= WireConstants.maxFrameByteCount, "frame larger than the protocol maximum")
+        let recordLength = frameLength + WireConstants.tagByteCount
+        buffer.reserveCapacity(minimumWritableBytes: WireConstants.recordLengthByteCount + recordLength)
+        buffer.writeInteger(UInt32(recordLength))
+        let start = buffer.writerIndex
+        frame.write(to: &buffer)
+        buffer.writeRepeatingByte(0, count: WireConstants.tagByteCount)
+        var cipher = sendCipher
+        let result = buffer.withUnsafeMutableBytes(at: start, length: recordLength) { record in
+            Result { () throws(WeftCryptoError) in try cipher.seal(inPlace: record, plaintextByteCount: frameLength) }
+        }
+        try result.get()
+        sendCipher = cipher
+        bytesSentSinceRekey &+= UInt64(frameLength)
+    }
+
+    /// Switches the sending key (after sealing a `.rekey` frame).
+    public mutating func rekeySending() {
+        sendCipher.rekey()
+        bytesSentSinceRekey = 0
+    }
+
+    // MARK: - Receiving
+
+    /// Opens the next record in `buffer`, if it is all there. Returns nil (consuming nothing)
+    /// when more bytes are needed; throws on a bad length or a failed tag.
+    /// A `.rekey` frame switches the receiving key before it is returned.
+    public mutating func open(from buffer: inout ByteBuffer) throws(WeftWireError) -> Frame? {
+        guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return nil }
+        let recordLength = Int(length)
+        guard recordLength <= WireConstants.maxFrameByteCount + WireConstants.tagByteCount else {
+            throw .frameTooLarge(recordLength - WireConstants.tagByteCount)
+        }
+        guard recordLength >= WireConstants.frameHeaderByteCount + WireConstants.tagByteCount else {
+            throw .malformed("a record of \(recordLength) bytes is shorter than a frame header and tag")
+        }
+        guard buffer.readableBytes >= WireConstants.recordLengthByteCount + recordLength else { return nil }
+
+        let start = buffer.readerIndex + WireConstants.recordLengthByteCount
+        var cipher = receiveCipher
+        let opened = buffer.withUnsafeMutableBytes(at: start, length: recordLength) { record in
+            Result { () throws(WeftCryptoError) in try cipher.open(inPlace: record) }
+        }
+        guard case .success(let frameLength) = opened else { throw .decryptionFailed }
+        receiveCipher = cipher
+        let frameBytes = buffer.getSlice(at: start, length: frameLength)!
+        buffer.moveReaderIndex(forwardBy: WireConstants.recordLengthByteCount + recordLength)
+        let frame = try Frame.read(from: frameBytes)
+        if case .rekey = frame { receiveCipher.rekey() }
+        return frame
+    }
+}
+
+extension ByteBuffer {
+    /// Mutable access to `length` readable bytes at absolute index `start`.
+    fileprivate mutating func withUnsafeMutableBytes<R>(
+        at start: Int, length: Int, _ body: (UnsafeMutableRawBufferPointer) -> R
+    ) -> R {
+        let offset = start - readerIndex
+        return withUnsafeMutableReadableBytes { readable in body(UnsafeMutableRawBufferPointer(rebasing: readable[offset..<(offset + length)]))
+        }
+    }
+}

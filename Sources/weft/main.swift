@@ -1,1 +1,20 @@
-print("weft")
+import ArgumentParser
+import Foundation
+
+// A custom entry point, so that every failure prints one sentence (`weft: ...`) and exits
+// non-zero, without ArgumentParser's usage block after it; --help still prints help.
+do {
+    var command = try WeftCommand.parseAsRoot()
+    if let asyncCommand = command as? AsyncCommand {
+        try await asyncCommand.execute()
+    } else {
+        try command.run()
+    }
+} catch {
+    let code = WeftCommand.exitCode(for: error)
+    if code == .success {
+        WeftCommand.exit(withError: error)
+    }
+    FileHandle.standardError.write(Data("weft: \(WeftCommand.message(for: error))\n".utf8))
+    exit(code.rawValue)
+}

@@ -1,0 +1,89 @@
+import ArgumentParser
+import Foundation
+import Logging
+import NIOCore
+import ServiceLifecycle
+import WeftCrypto
+import WeftNode
+import WeftWire
+
+struct NodeCommand: AsyncCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "node",
+        abstract: "Run a node: listen, dial peers, keep secure channels alive. Stops on SIGINT or SIGTERM."
+    )
+
+    @OptionGroup var home: HomeOptions
+
+    @Option(help: "Address to listen on; port 0 picks a free port.", transform: parseAddress)
+    var listen: PeerAddress = PeerAddress(host: "127.0.0.1", port: 0)
+
+    @Option(name: .customLong("peer"), help: "A peer to dial, host:port (repeatable).", transform: parseAddress)
+    var peers: [PeerAddress] = []
+
+    @Option(help: "Read the passphrase from this file (else $WEFT_PASSPHRASE, else a prompt).")
+    var passphraseFile: String?
+
+    @Option(help: "Seconds without sending before a keepalive ping.")
+    var pingInterval: Int = 15
+
+    @Option(help: "Seconds without receiving before the connection is closed.")
+    var idleTimeout: Int = 60
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: Logger.Level = .info
+
+    func validate() throws {
+        guard pingInterval > 0, idleTimeout > pingInterval else {
+            throw ValidationError("--idle-timeout must be longer than --ping-interval, and both positive.")
+        }
+    }
+
+    func execute() async throws {
+        bootstrapLogging(level: logLevel)
+        let logger = Logger(label: "weft.node")
+        let nodeHome = home.nodeHome
+        let identity: NodeIdentity
+        if try nodeHome.identityIsProtected() {
+            identity = try nodeHome.openIdentity(passphrase: PassphraseSource.read(file: passphraseFile, confirm: false))
+        } else {
+            logger.warning("the identity key in \(nodeHome.identityFile.path) is stored unprotected")
+            identity = try nodeHome.openIdentity(passphrase: nil)
+        }
+        let node = MeshNode(
+            configuration: .init(
+                identity: identity, meshKey: try nodeHome.meshKey(), displayName: nodeHome.displayName(),
+                listenAddress: listen, peers: peers,
+                policy: ChannelPolicy(pingInterval: .seconds(Int64(pingInterval)), idleTimeout: .seconds(Int64(idleTimeout)))),
+            logger: logger)
+        logger.info("node \(identity.publicKey) (\(nodeHome.displayName())) starting")
+
+        let services = ServiceGroup(
+            configuration: .init(services: [node], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await event in node.events {
+                    if case .listening(let address) = event { say("listening on \(address.displayForm)") }
+                }
+            }
+            group.addTask { try await services.run() }
+            try await group.waitForAll()
+        }
+    }
+}
+
+/// Parses `host:port` for ArgumentParser, with one sentence on failure.
+func parseAddress(_ text: String) throws -> PeerAddress {
+    guard let address = PeerAddress(text) else {
+        throw ValidationError("\"\(text)\" is not host:port with a port from 0 to 65535.")
+    }
+    return address
+}
+
+extension SocketAddress {
+    /// `127.0.0.1:4000` or `[::1]:4000`, the form `--peer` accepts.
+    var displayForm: String {
+        guard let ip = ipAddress, let port else { return description }
+        return PeerAddress(host: ip, port: port).description
+    }
+}

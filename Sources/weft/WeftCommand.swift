@@ -1,0 +1,52 @@
+import ArgumentParser
+import Foundation
+import Logging
+import WeftNode
+
+struct WeftCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "weft",
+        abstract: "A peer-to-peer messaging mesh node.",
+        subcommands: [InitCommand.self, IdCommand.self, NodeCommand.self, DemoCommand.self]
+    )
+}
+
+/// A command whose work is asynchronous. (ArgumentParser's own async entry point would add
+/// a usage block to every error; `main.swift` calls `execute()` instead.)
+protocol AsyncCommand: ParsableCommand {
+    func execute() async throws
+}
+
+/// Options every command that touches a node home shares.
+struct HomeOptions: ParsableArguments {
+    @Option(name: .long, help: "The node's home directory (default: $WEFT_HOME, else ~/.weft).")
+    var home: String?
+
+    var nodeHome: NodeHome { NodeHome.resolve(home) }
+}
+
+/// A failure the user can act on, said in one sentence.
+struct CLIError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Sends log lines to standard error at the chosen level.
+func bootstrapLogging(level: Logger.Level) {
+    LoggingSystem.bootstrap { label in
+        var handler = StreamLogHandler.standardError(label: label)
+        handler.logLevel = level
+        return handler
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+/// Prints a line to standard output and flushes it, so a parent process sees it at once.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+func warn(_ line: String) {
+    FileHandle.standardError.write(Data(("weft: " + line + "\n").utf8))
+}

@@ -1,0 +1,249 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+import WeftCrypto
+import WeftNode
+import WeftWire
+
+@Suite("nodes over real loopback TCP", .timeLimit(.minutes(1)))
+struct LoopbackTests {
+    @Test("two nodes authenticate each other, exchange data and keep pinging")
+    func twoNodes() async throws {
+        let meshKey = MeshKey.generate()
+        let alice = makeNode("alice", meshKey: meshKey)
+        let aliceEvents = EventRecorder(alice)
+        let address = try #require(try await alice.start())
+        let bob = makeNode("bob", meshKey: meshKey, peers: [address.peerAddress])
+        let bobEvents = EventRecorder(bob)
+        try await bob.start()
+
+        let aliceSeenByBob = try await bobEvents.first(Match.authenticated)
+        let bobSeenByAlice = try await aliceEvents.first(Match.authenticated)
+        #expect(aliceSeenByBob.identity == alice.identity)
+        #expect(aliceSeenByBob.displayName == "alice")
+        #expect(bobSeenByAlice.identity == bob.identity)
+        #expect(bobSeenByAlice.displayName == "bob")
+
+        try await bob.send(ByteBuffer(string: "to alice"), to: alice.identity)
+        try await alice.send(ByteBuffer(string: "to bob"), to: bob.identity)
+        #expect(try await aliceEvents.first(Match.data) == "to alice")
+        #expect(try await bobEvents.first(Match.data) == "to bob")
+
+        // Keepalive: pings are answered on both sides.
+        _ = try await bobEvents.first(Match.pong)
+        _ = try await aliceEvents.first(Match.pong)
+
+        await bob.shutdown()
+        let end = try await aliceEvents.first(Match.ended)
+        #expect(end.kind == .peerClosed)
+        #expect(end.detail.contains("shutting down"))
+        await alice.shutdown()
+    }
+
+    @Test("a peer with another mesh key fails on both sides; the listener serves the next peer")
+    func wrongMeshKey() async throws {
+        let meshKey = MeshKey.generate()
+        let alice = makeNode("alice", meshKey: meshKey)
+        let aliceEvents = EventRecorder(alice)
+        let address = try #require(try await alice.start())
+
+        let mallory = makeNode("mallory", meshKey: .generate(), peers: [address.peerAddress])
+        let malloryEvents = EventRecorder(mallory)
+        try await mallory.start()
+        let aliceSide = try await aliceEvents.first(Match.endedBeforeAuthentication)
+        let mallorySide = try await malloryEvents.first(Match.ended)
+        await mallory.shutdown()
+        #expect(aliceSide.kind == .handshakeFailed)
+        #expect(aliceSide.detail.contains("mesh key"))
+        #expect(mallorySide.kind == .handshakeFailed)
+        #expect(mallorySide.detail.contains("mesh key"))
+        #expect(aliceEvents.count(Match.authenticated) == 0)
+        #expect(malloryEvents.count(Match.authenticated) == 0)
+
+        let bob = makeNode("bob", meshKey: meshKey, peers: [address.peerAddress])
+        let bobEvents = EventRecorder(bob)
+        try await bob.start()
+        #expect(try await bobEvents.first(Match.authenticated).identity == alice.identity)
+        await bob.shutdown()
+        await alice.shutdown()
+    }
+
+    /// Alice and Bob stay connected while a third connection misbehaves.
+    private func connectedPair() async throws -> (MeshNode, EventRecorder, MeshNode, EventRecorder, SocketAddress, MeshKey) {
+        let meshKey = MeshKey.generate()
+        let alice = makeNode("alice", meshKey: meshKey)
+        let aliceEvents = EventRecorder(alice)
+        let address = try #require(try await alice.start())
+        let bob = makeNode("bob", meshKey: meshKey, peers: [address.peerAddress])
+        let bobEvents = EventRecorder(bob)
+        try await bob.start()
+        _ = try await bobEvents.first(Match.authenticated)
+        _ = try await aliceEvents.first(Match.authenticated)
+        return (alice, aliceEvents, bob, bobEvents, address, meshKey)
+    }
+
+    private func expectStillTalking(_ alice: MeshNode, _ bob: MeshNode, _ bobEvents: EventRecorder) async throws {
+        try await alice.send(ByteBuffer(string: "still here"), to: bob.identity)
+        #expect(try await bobEvents.first(Match.data) == "still here")
+        #expect(alice.connectedPeers == [bob.identity])
+    }
+
+    @Test("garbage bytes close only that connection")
+    func garbage() async throws {
+        let (alice, aliceEvents, bob, bobEvents, address, _) = try await connectedPair()
+        let raw = try await RawPeer.connect(to: address)
+        let closedByAlice = try await raw.run { inbound, outbound in
+            try await outbound.write(ByteBuffer(string: "GET / HTTP/1.1\r\nHost: weft\r\n\r\n"))
+            var received = 0
+            for try await bytes in inbound { received += bytes.readableBytes }
+            return received
+        }
+        #expect(closedByAlice == WireConstants.preambleByteCount)  // alice's preamble, then close
+        let end = try await aliceEvents.first(Match.endedBeforeAuthentication)
+        #expect(end.kind == .protocolViolation)
+        #expect(end.detail.contains("not a Weft node"))
+        try await expectStillTalking(alice, bob, bobEvents)
+        await bob.shutdown()
+        await alice.shutdown()
+    }
+
+    /// Completes a real handshake with alice from a raw socket, then sends `evil` and returns
+    /// how the connection ended from the raw peer's point of view.
+    private func authenticateThenSend(
+        _ evil: @escaping @Sendable (inout ConnectionStateMachine) -> ByteBuffer,
+        to address: SocketAddress, meshKey: MeshKey
+    ) async throws -> ConnectionEnd? {
+        let raw = try await RawPeer.connect(to: address)
+        return try await raw.run { inbound, outbound in
+            var machine = ConnectionStateMachine(
+                role: .initiator,
+                configuration: .init(identity: .generate(), meshKey: meshKey, displayName: "raw", policy: testPolicy))
+            var iterator = inbound.makeAsyncIterator()
+            let start = machine.start(now: .now())
+            let handshake = try await drive(&machine, start, inbound: &iterator, outbound: outbound) {
+                if case .authenticated = $0 { true } else { false }
+            }
+            #expect(handshake.contains { if case .authenticated = $0 { true } else { false } })
+            try await outbound.write(evil(&machine))
+            let rest = try await drive(&machine, [], inbound: &iterator, outbound: outbound) {
+                if case .close = $0 { true } else { false }
+            }
+            for case .close(let end) in rest { return end }
+            return machine.connectionClosed()
+        }
+    }
+
+    @Test("a record longer than the maximum gets ERROR(frame too large) without being read")
+    func oversizedRecord() async throws {
+        let (alice, aliceEvents, bob, bobEvents, address, meshKey) = try await connectedPair()
+        let end = try await authenticateThenSend({ _ in
+            var bytes = ByteBuffer()
+            bytes.writeInteger(UInt32.max)  // claims 4 GiB; nothing follows
+            return bytes
+        }, to: address, meshKey: meshKey)
+        #expect(end?.kind == .peerReportedError)
+        #expect(end?.detail.contains("frame too large") == true)
+        let aliceSide = try await aliceEvents.first { event -> ConnectionEnd? in
+            if case .connectionEnded(let peer?, _, let end) = event, peer.displayName == "raw" { end } else { nil }
+        }
+        #expect(aliceSide.kind == .protocolViolation)
+        try await expectStillTalking(alice, bob, bobEvents)
+        await bob.shutdown()
+        await alice.shutdown()
+    }
+
+    @Test("a record that fails authentication gets ERROR(decryption failed)")
+    func tamperedRecord() async throws {
+        let (alice, _, bob, bobEvents, address, meshKey) = try await connectedPair()
+        let end = try await authenticateThenSend({ machine in
+            var record = ByteBuffer()
+            for case .write(var bytes) in machine.send(data: ByteBuffer(string: "tampered"), now: .now()) {
+                record.writeBuffer(&bytes)
+            }
+            let last = record.writerIndex - 1
+            record.setInteger(record.getInteger(at: last, as: UInt8.self)! ^ 0x01, at: last)
+            return record
+        }, to: address, meshKey: meshKey)
+        #expect(end?.kind == .peerReportedError)
+        #expect(end?.detail.contains("decryption failed") == true)
+        try await expectStillTalking(alice, bob, bobEvents)
+        await bob.shutdown()
+        await alice.shutdown()
+    }
+
+    @Test("a truncated record followed by a close ends only that connection")
+    func truncatedRecord() async throws {
+        let (alice, aliceEvents, bob, bobEvents, address, meshKey) = try await connectedPair()
+        let raw = try await RawPeer.connect(to: address)
+        try await raw.run { inbound, outbound in
+            var machine = ConnectionStateMachine(
+                role: .initiator,
+                configuration: .init(identity: .generate(), meshKey: meshKey, displayName: "raw", policy: testPolicy))
+            var iterator = inbound.makeAsyncIterator()
+            _ = try await drive(&machine, machine.start(now: .now()), inbound: &iterator, outbound: outbound) {
+                if case .authenticated = $0 { true } else { false }
+            }
+            for case .write(let bytes) in machine.send(data: ByteBuffer(string: "cut short"), now: .now()) {
+                try await outbound.write(bytes.getSlice(at: bytes.readerIndex, length: bytes.readableBytes - 3)!)
+            }
+        }
+        let aliceSide = try await aliceEvents.first { event -> ConnectionEnd? in
+            if case .connectionEnded(let peer?, _, let end) = event, peer.displayName == "raw" { end } else { nil }
+        }
+        #expect(aliceSide.kind == .connectionLost)
+        #expect(aliceEvents.count(Match.data) == 0)
+        try await expectStillTalking(alice, bob, bobEvents)
+        await bob.shutdown()
+        await alice.shutdown()
+    }
+
+    @Test("a silent peer is closed after the idle timeout with CLOSE(idle timeout)")
+    func idleTimeout() async throws {
+        let meshKey = MeshKey.generate()
+        let policy = ChannelPolicy(pingInterval: .milliseconds(100), idleTimeout: .milliseconds(600))
+        let alice = makeNode("alice", meshKey: meshKey, policy: policy)
+        let address = try #require(try await alice.start())
+        let raw = try await RawPeer.connect(to: address)
+        let end = try await raw.run { inbound, outbound in
+            var machine = ConnectionStateMachine(
+                role: .initiator,
+                configuration: .init(identity: .generate(), meshKey: meshKey, displayName: "raw", policy: policy))
+            var iterator = inbound.makeAsyncIterator()
+            _ = try await drive(&machine, machine.start(now: .now()), inbound: &iterator, outbound: outbound) {
+                if case .authenticated = $0 { true } else { false }
+            }
+            // Read alice's records but never answer: her pings go unanswered.
+            var end: ConnectionEnd?
+            while end == nil, let bytes = try await iterator.next() {
+                for case .close(let reason) in machine.receive(bytes, now: .now()) { end = reason }
+            }
+            return end
+        }
+        #expect(end?.kind == .peerClosed)
+        #expect(end?.detail.contains("idle timeout") == true)
+        await alice.shutdown()
+    }
+
+    @Test("a dialer retries until the listener appears")
+    func redial() async throws {
+        let meshKey = MeshKey.generate()
+        // Reserve a port, free it, and point bob at it before alice listens there.
+        let probe = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+        let port = probe.localAddress!.port!
+        try await probe.close()
+        let bob = makeNode("bob", meshKey: meshKey, peers: [PeerAddress(host: "127.0.0.1", port: port)])
+        let bobEvents = EventRecorder(bob)
+        try await bob.start()
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(bobEvents.count(Match.authenticated) == 0)
+
+        var configuration = makeNode("alice", meshKey: meshKey).configuration
+        configuration.listenAddress = PeerAddress(host: "127.0.0.1", port: port)
+        let alice = MeshNode(configuration: configuration)
+        try await alice.start()
+        #expect(try await bobEvents.first(Match.authenticated).identity == alice.identity)
+        await bob.shutdown()
+        await alice.shutdown()
+    }
+}

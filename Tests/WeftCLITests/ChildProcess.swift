@@ -1,0 +1,113 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// The `weft` binary built next to this test bundle (or in the package's .build/debug).
+let weftBinary: URL = {
+    let besideTests = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        .appendingPathComponent("weft")
+    if FileManager.default.isExecutableFile(atPath: besideTests.path) { return besideTests }
+    let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    return packageRoot.appendingPathComponent(".build/debug/weft")
+}()
+
+/// A real `weft` process with its output collected as it arrives.
+final class ChildProcess: @unchecked Sendable {
+    /// Text collected from a pipe by its readability handler.
+    private final class Collected: Sendable {
+        let text = Mutex("")
+        func append(_ data: Data) { text.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+        var value: String { text.withLock { $0 } }
+    }
+
+    // @unchecked: `process` is only started here and then read (isRunning, status), which
+    // Foundation's Process allows from any thread; the collected text is behind a Mutex.
+    private let process: Process
+    private let stdoutText = Collected()
+    private let stderrText = Collected()
+
+    init(_ arguments: [String], environment: [String: String] = [:]) throws {
+        let process = Process()
+        process.executableURL = weftBinary
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env["WEFT_PASSPHRASE"] = nil
+        env["WEFT_HOME"] = nil
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        process.standardInput = FileHandle.nullDevice
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        self.process = process
+        out.fileHandleForReading.readabilityHandler = { [stdoutText] handle in stdoutText.append(handle.availableData) }
+        err.fileHandleForReading.readabilityHandler = { [stderrText] handle in stderrText.append(handle.availableData) }
+        try process.run()
+    }
+
+    var stdout: String { stdoutText.value }
+    var stderr: String { stderrText.value }
+    var isRunning: Bool { process.isRunning }
+
+    /// Waits for the process to exit and returns its status.
+    func wait(seconds: Double = 30) async throws -> Int32 {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while process.isRunning {
+            guard ContinuousClock.now < deadline else {
+                process.interrupt()
+                Issue.record("weft \(process.arguments ?? []) did not exit within \(seconds) s")
+                throw CancellationError()
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        try await Task.sleep(for: .milliseconds(50))  // let the pipes drain
+        return process.terminationStatus
+    }
+
+    /// Waits until `text` appears in standard output or error; returns that stream's text.
+    @discardableResult
+    func waitFor(_ text: String, inStderr: Bool = false, seconds: Double = 20) async throws -> String {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            let current = inStderr ? stderr : stdout
+            if current.contains(text) { return current }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Issue.record("\"\(text)\" did not appear; stdout: \(stdout) stderr: \(stderr)")
+        throw CancellationError()
+    }
+
+    func terminate() { if process.isRunning { process.terminate() } }
+}
+
+/// Runs weft to completion.
+func weft(_ arguments: String..., environment: [String: String] = [:]) async throws
+    -> (status: Int32, stdout: String, stderr: String)
+{
+    let child = try ChildProcess(arguments, environment: environment)
+    let status = try await child.wait()
+    return (status, child.stdout, child.stderr)
+}
+
+/// A fresh directory removed at the end of the test.
+final class TemporaryDirectory {
+    let url: URL
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("weft-cli-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    func write(_ name: String, _ contents: String) throws -> String {
+        let path = self.path(name)
+        try contents.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+}
+
+/// The non-empty lines of some output.
+func lines(_ text: String) -> [Substring] { text.split(separator: "\n") }

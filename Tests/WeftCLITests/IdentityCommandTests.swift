@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+import WeftCrypto
+
+@Suite("weft init and id, as real processes", .timeLimit(.minutes(2)))
+struct IdentityCommandTests {
+    @Test("init seals an identity with a passphrase; files are 0600; id needs no passphrase")
+    func initAndId() async throws {
+        let dir = try TemporaryDirectory()
+        let pass = try dir.write("pass", "open sesame\n")
+        let home = dir.path("alice")
+        let created = try await weft("init", "--home", home, "--name", "alice", "--new-mesh", "--passphrase-file", pass)
+        #expect(created.status == 0, "\(created.stderr)")
+        for file in ["identity.key", "mesh.key", "display-name"] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: home + "/" + file)
+            #expect((attributes[.posixPermissions] as? Int) == 0o600, "\(file)")
+        }
+        let printed = try await weft("id", "--home", home)
+        #expect(printed.status == 0)
+        let id = String(printed.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(created.stdout.contains("user id: \(id)"))
+        _ = try UserIdentifier.decode(id)
+
+        // The identity really is sealed with that passphrase.
+        let file = try [UInt8](Data(contentsOf: URL(fileURLWithPath: home + "/identity.key")))
+        #expect(try SealedIdentity.isProtected(file))
+        let opened = try SealedIdentity.open(file, passphrase: SecureBytes(copying: Array("open sesame".utf8)))
+        #expect(opened.publicKey.description == id)
+    }
+
+    @Test("WEFT_HOME and WEFT_PASSPHRASE are honoured")
+    func environment() async throws {
+        let dir = try TemporaryDirectory()
+        let env = ["WEFT_HOME": dir.path("home"), "WEFT_PASSPHRASE": "from the environment"]
+        let created = try await weft("init", "--name", "env", "--new-mesh", environment: env)
+        #expect(created.status == 0, "\(created.stderr)")
+        let file = try [UInt8](Data(contentsOf: URL(fileURLWithPath: dir.path("home/identity.key"))))
+        _ = try SealedIdentity.open(file, passphrase: SecureBytes(copying: Array("from the environment".utf8)))
+        let printed = try await weft("id", environment: ["WEFT_HOME": dir.path("home")])
+        #expect(created.stdout.contains(printed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+    }
+
+    @Test("--no-passphrase says clearly that the key is unprotected")
+    func unprotected() async throws {
+        let dir = try TemporaryDirectory()
+        let created = try await weft("init", "--home", dir.path("n"), "--name", "n", "--new-mesh", "--no-passphrase")
+        #expect(created.status == 0)
+        #expect(created.stderr.contains("UNPROTECTED"))
+        let file = try [UInt8](Data(contentsOf: URL(fileURLWithPath: dir.path("n/identity.key"))))
+        #expect(try !SealedIdentity.isProtected(file))
+    }
+
+    @Test("a second node joins with the first one's mesh key file")
+    func joinMesh() async throws {
+        let dir = try TemporaryDirectory()
+        _ = try await weft("init", "--home", dir.path("a"), "--name", "a", "--new-mesh", "--no-passphrase")
+        let joined = try await weft(
+            "init", "--home", dir.path("b"), "--name", "b", "--mesh-key-file", dir.path("a/mesh.key"), "--no-passphrase")
+        #expect(joined.status == 0, "\(joined.stderr)")
+        #expect(try String(contentsOfFile: dir.path("a/mesh.key"), encoding: .utf8)
+            == String(contentsOfFile: dir.path("b/mesh.key"), encoding: .utf8))
+    }
+
+    /// Each bad invocation: a non-zero exit and exactly one sentence on standard error.
+    static let badInvocations: [(arguments: [String], mentions: String)] = [
+        (["init", "--name", "x"], "--new-mesh"),
+        (["init", "--name", "x", "--new-mesh", "--mesh-key-file", "/nonexistent"], "exactly one"),
+        (["init", "--new-mesh", "--no-passphrase"], "--name"),
+        (["init", "--name", "x", "--new-mesh", "--no-passphrase", "--passphrase-file", "/tmp/p"], "contradict"),
+        (["node", "--peer", "not-an-address"], "host:port"),
+        (["node", "--listen", "127.0.0.1:99999"], "host:port"),
+        (["node", "--ping-interval", "10", "--idle-timeout", "5"], "idle-timeout"),
+        (["frobnicate"], "frobnicate"),
+        (["init", "--name", "x", "--mesh-key-file", "/nonexistent/mesh.key", "--no-passphrase"], "mesh key file"),
+    ]
+
+    @Test("a bad argument prints one sentence and exits non-zero", arguments: 0..<badInvocations.count)
+    func badArguments(index: Int) async throws {
+        let dir = try TemporaryDirectory()
+        let (arguments, mentions) = Self.badInvocations[index]
+        let result = try ChildProcess(arguments, environment: ["WEFT_HOME": dir.path("home")])
+        let status = try await result.wait()
+        #expect(status != 0)
+        #expect(lines(result.stderr).count == 1, "stderr: \(result.stderr)")
+        #expect(result.stderr.hasPrefix("weft: "))
+        #expect(result.stderr.contains(mentions), "stderr: \(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.path("home/identity.key")))
+    }
+
+    @Test("init refuses to overwrite an existing identity")
+    func noOverwrite() async throws {
+        let dir = try TemporaryDirectory()
+        _ = try await weft("init", "--home", dir.path("h"), "--name", "a", "--new-mesh", "--no-passphrase")
+        let before = try Data(contentsOf: URL(fileURLWithPath: dir.path("h/identity.key")))
+        let again = try await weft("init", "--home", dir.path("h"), "--name", "b", "--new-mesh", "--no-passphrase")
+        #expect(again.status != 0)
+        #expect(lines(again.stderr).count == 1)
+        #expect(again.stderr.contains("refusing to overwrite"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path("h/identity.key"))) == before)
+    }
+
+    @Test("a damaged mesh key file is refused with a clear sentence")
+    func damagedMeshKey() async throws {
+        let dir = try TemporaryDirectory()
+        let bad = try dir.write("mesh.key", "weftmesh1aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n")
+        let result = try await weft("init", "--home", dir.path("h"), "--name", "x", "--mesh-key-file", bad, "--no-passphrase")
+        #expect(result.status != 0)
+        #expect(lines(result.stderr).count == 1)
+        #expect(result.stderr.contains("damaged"))
+    }
+}

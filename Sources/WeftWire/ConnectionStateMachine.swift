@@ -223,7 +223,10 @@ public struct ConnectionStateMachine: Sendable {
 
     /// Returns true if it made progress.
     private mutating func readPreamble(deadline: NIODeadline, into output: inout Output) -> Bool {
-        let start = inbound.readerIndex
+        // The peer's preamble exactly as received goes into the prologue.
+        guard let peerBytes = inbound.getBytes(at: inbound.readerIndex, length: WireConstants.preambleByteCount) else {
+            return false
+        }
         let peerPreamble: Preamble
         do {
             guard let preamble = try Preamble.read(from: &inbound) else { return false }
@@ -238,7 +241,6 @@ public struct ConnectionStateMachine: Sendable {
                 into: &output)
             return false
         }
-        let peerBytes = inbound.getBytes(at: start, length: WireConstants.preambleByteCount)!
         let prologue = role == .initiator ? localPreamble.bytes + peerBytes : peerBytes + localPreamble.bytes
         var handshake = try! NoiseHandshake(
             protocolName: WireConstants.noiseProtocolName, role: role == .initiator ? .initiator : .responder,

@@ -433,6 +433,15 @@ struct HandshakeVectorTests {
         #expect(vector.prologue == WireVectorFile.hex(Preamble().bytes + Preamble().bytes))
     }
 
+    @Test("an Ed25519 key and its negation (sign bit flipped) convert to the same X25519 key (SPEC.md §3.4)")
+    func negatedKeyAlias() throws {
+        var negated = WireVectorFile.bytes(vector.initiator.ed25519PublicKey)
+        negated[31] ^= 0x80
+        let alias = try PublicIdentity(bytes: negated)
+        #expect(alias != vector.initiator.identity.publicKey)
+        #expect(try WireVectorFile.hex(alias.agreementPublicKey()) == vector.initiator.x25519StaticPublic)
+    }
+
     @Test("two state machines write exactly the vector's bytes")
     func pair() {
         var replay = HandshakeReplay(vector, live: ["initiator", "responder"])

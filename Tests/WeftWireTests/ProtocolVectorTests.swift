@@ -241,7 +241,7 @@ struct HandshakeReplay {
         machines = Dictionary(uniqueKeysWithValues: sides.map { ($0, vector.machine($0)) })
     }
 
-    /// Runs `vector.steps[range]`; returns each step's non-write actions, for extra checks.
+    /// Runs `vector.steps[range]` (all of them by default), checking each live side's writes and actions.
     mutating func run(_ range: Range<Int>? = nil) {
         for index in range ?? vector.steps.indices {
             let step = vector.steps[index]
@@ -284,18 +284,18 @@ struct HandshakeReplay {
     }
 
     func check(_ actions: [ConnectionAction], against step: HandshakeVector.Step, index: Int) {
-        let where_ = "step \(index) (\(step.side)): \(step.description)"
-        #expect(actions.count == step.actions.count, "\(where_): \(actions)")
+        let context = "step \(index) (\(step.side)): \(step.description)"
+        #expect(actions.count == step.actions.count, "\(context): \(actions)")
         for (action, expected) in zip(actions, step.actions) {
             switch (action, expected.kind) {
             case (.authenticated(let info), "authenticated"):
-                #expect(info == vector.party(expected.peer!).expectedNodeInfo, "\(where_)")
+                #expect(info == vector.party(expected.peer!).expectedNodeInfo, "\(context)")
             case (.data(let bytes), "data"):
-                #expect(WireVectorFile.hex(bytes) == expected.hex, "\(where_)")
+                #expect(WireVectorFile.hex(bytes) == expected.hex, "\(context)")
             case (.close(let end), "close"):
-                #expect(end.kind == VectorEnd(kind: expected.end!, detail: nil).connectionEndKind, "\(where_): \(end)")
+                #expect(end.kind == VectorEnd(kind: expected.end!, detail: nil).connectionEndKind, "\(context): \(end)")
             default:
-                Issue.record("\(where_): \(action) where the vector has \(expected.kind)")
+                Issue.record("\(context): \(action) where the vector has \(expected.kind)")
             }
         }
     }

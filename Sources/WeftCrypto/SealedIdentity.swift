@@ -45,6 +45,16 @@ public enum SealedIdentity {
 
     public static func seal(_ identity: NodeIdentity, protection: Protection) -> [UInt8] {
         _ = Sodium.ready
+        return seal(
+            identity, protection: protection,
+            salt: secureRandomBytes(saltByteCount), nonce: secureRandomBytes(nonceByteCount))
+    }
+
+    /// `seal` with a chosen salt and nonce (both ignored for `.none`): only for golden vectors,
+    /// since reusing a salt and nonce with the same passphrase would repeat the keystream.
+    static func seal(_ identity: NodeIdentity, protection: Protection, salt: [UInt8], nonce: [UInt8]) -> [UInt8] {
+        precondition(salt.count == saltByteCount && nonce.count == nonceByteCount, "wrong salt or nonce length")
+        _ = Sodium.ready
         var file = magic + [version]
         switch protection {
         case .none:
@@ -56,8 +66,6 @@ public enum SealedIdentity {
             file.append(1)
             file += identity.publicKey.bytes
             file += bigEndian(cost.operations) + bigEndian(cost.memoryKiB)
-            let salt = secureRandomBytes(saltByteCount)
-            let nonce = secureRandomBytes(nonceByteCount)
             file += salt + nonce
             let key = deriveKey(passphrase: passphrase, salt: salt, cost: cost)!
             var sealed = [UInt8](repeating: 0, count: NodeIdentity.seedByteCount + 16)

@@ -36,6 +36,14 @@ public enum SealedIdentity {
             self.operations = operations
             self.memoryKiB = memoryKiB
         }
+        /// Whether a reader runs Argon2id with these costs (SPEC.md §10): libsodium's minimums,
+        /// at most 64 passes and at most 1 GiB, so a crafted file cannot demand unbounded work.
+        public var isAcceptable: Bool {
+            operations >= UInt32(crypto_pwhash_OPSLIMIT_MIN) && operations <= 64
+                && UInt64(memoryKiB) * 1024 >= UInt64(crypto_pwhash_MEMLIMIT_MIN)
+                && memoryKiB <= SealedIdentity.maximumMemoryKiB
+        }
+
         public static let interactive = ArgonCost(
             operations: UInt32(crypto_pwhash_OPSLIMIT_INTERACTIVE),
             memoryKiB: UInt32(crypto_pwhash_MEMLIMIT_INTERACTIVE / 1024))
@@ -67,7 +75,10 @@ public enum SealedIdentity {
             file += identity.publicKey.bytes
             file += bigEndian(cost.operations) + bigEndian(cost.memoryKiB)
             file += salt + nonce
-            let key = deriveKey(passphrase: passphrase, salt: salt, cost: cost)!
+            precondition(cost.isAcceptable, "Argon2id costs \(cost) are outside what readers accept")
+            guard let key = deriveKey(passphrase: passphrase, salt: salt, cost: cost) else {
+                preconditionFailure("Argon2id could not run with \(cost.memoryKiB) KiB (out of memory?)")
+            }
             var sealed = [UInt8](repeating: 0, count: NodeIdentity.seedByteCount + 16)
             let additionalData = file
             key.withUnsafeBytes { k in
@@ -113,8 +124,9 @@ public enum SealedIdentity {
             let sealedStart = nonceStart + nonceByteCount
             let sealed = Array(file[sealedStart..<(file.count - checksumByteCount)])
             let additionalData = Array(file[0..<sealedStart])
+            guard cost.isAcceptable else { throw .damagedFile("its Argon2id parameters are out of range") }
             guard let key = deriveKey(passphrase: passphrase, salt: salt, cost: cost) else {
-                throw .damagedFile("its Argon2id parameters are out of range")
+                throw .keyDerivationFailed
             }
             var failed = false
             let seed = SecureBytes(count: NodeIdentity.seedByteCount) { out in
@@ -158,11 +170,9 @@ public enum SealedIdentity {
         return file[7]
     }
 
+    /// Runs Argon2id; nil only if libsodium fails (in practice: cannot allocate the memory).
     private static func deriveKey(passphrase: SecureBytes, salt: [UInt8], cost: ArgonCost) -> SecureBytes? {
-        guard passphrase.count > 0 else { return nil }
-        guard cost.operations >= UInt32(crypto_pwhash_OPSLIMIT_MIN), cost.operations <= 64,
-            UInt64(cost.memoryKiB) * 1024 >= UInt64(crypto_pwhash_MEMLIMIT_MIN), cost.memoryKiB <= maximumMemoryKiB
-        else { return nil }
+        precondition(passphrase.count > 0 && cost.isAcceptable, "checked by the callers")
         var status: Int32 = 0
         let key = SecureBytes(count: Int(crypto_aead_xchacha20poly1305_ietf_KEYBYTES)) { out in
             passphrase.withUnsafeBytes { p in

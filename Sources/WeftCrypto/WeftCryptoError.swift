@@ -11,6 +11,7 @@ public struct WeftCryptoError: Error, Hashable, Sendable, CustomStringConvertibl
         case unsupportedProtocolName(String)
         case missingKey(String)
         case wrongPassphrase
+        case keyDerivationFailed
         case damagedFile(String)
         case invalidIdentifier(String)
     }
@@ -33,6 +34,8 @@ public struct WeftCryptoError: Error, Hashable, Sendable, CustomStringConvertibl
     public static func missingKey(_ which: String) -> Self { Self(.missingKey(which)) }
     /// The sealed identity did not open with the given passphrase.
     public static let wrongPassphrase = Self(.wrongPassphrase)
+    /// Argon2id could not run (libsodium failed, in practice for lack of memory).
+    public static let keyDerivationFailed = Self(.keyDerivationFailed)
     /// A key file is truncated, altered or not a Weft file at all.
     public static func damagedFile(_ why: String) -> Self { Self(.damagedFile(why)) }
     /// A user identifier or key text that does not parse or fails its checksum.
@@ -53,6 +56,7 @@ public struct WeftCryptoError: Error, Hashable, Sendable, CustomStringConvertibl
         case .unsupportedProtocolName(let name): "unsupported Noise protocol name \(name)"
         case .missingKey(let which): "the handshake needs the \(which) key, which was not given"
         case .wrongPassphrase: "the passphrase is wrong"
+        case .keyDerivationFailed: "Argon2id could not run (not enough memory?)"
         case .damagedFile(let why): "the file is damaged: \(why)"
         case .invalidIdentifier(let why): "invalid identifier: \(why)"
         }

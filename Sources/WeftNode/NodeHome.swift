@@ -102,6 +102,8 @@ public struct NodeHome: Sendable {
             return try SealedIdentity.open(file, passphrase: passphrase)
         } catch where error == .wrongPassphrase {
             throw .wrongPassphrase(identityFile.path)
+        } catch where error == .keyDerivationFailed {
+            throw .io("cannot derive the key for \(identityFile.path): \(error)")
         } catch {
             throw .damagedIdentity(identityFile.path, error.description)
         }

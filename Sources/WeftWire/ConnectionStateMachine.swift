@@ -56,8 +56,10 @@ public struct ConnectionStateMachine: Sendable {
         var codec: TransportCodec
         var peer: NodeInfo
         /// The initiator has sent its last handshake message but cannot know the responder
-        /// accepted it until the first record from the responder opens.
+        /// accepted it until the first record from the responder opens. Until then the
+        /// handshake deadline still applies, and nothing but PONG is sent.
         var confirmed: Bool
+        var handshakeDeadline: NIODeadline
         var lastReceived: NIODeadline
         var lastSent: NIODeadline
         var lastRekey: NIODeadline
@@ -118,8 +120,9 @@ public struct ConnectionStateMachine: Sendable {
         return output.finish()
     }
 
-    /// Sends application bytes. Only valid once the channel is established.
+    /// Sends application bytes. Only valid once the peer is authenticated (`isEstablished`).
     public mutating func send(data: ByteBuffer, now: NIODeadline) -> [ConnectionAction] {
+        precondition(isEstablished, "send(data:) before the peer is authenticated")
         var output = Output()
         seal(.data(data), now: now, into: &output)
         return output.finish()
@@ -134,6 +137,12 @@ public struct ConnectionStateMachine: Sendable {
         case .awaitingPreamble(let deadline), .handshaking(_, let deadline):
             if now >= deadline {
                 end(.timeout, "the handshake did not finish within \(configuration.policy.handshakeTimeout.seconds) s", into: &output)
+            }
+        case .established(let established) where !established.confirmed:
+            if now >= established.handshakeDeadline {
+                end(.handshakeFailed,
+                    "the peer did not confirm the handshake within \(configuration.policy.handshakeTimeout.seconds) s: it most likely uses a different mesh key",
+                    into: &output)
             }
         case .established(var established):
             let policy = configuration.policy
@@ -232,7 +241,7 @@ public struct ConnectionStateMachine: Sendable {
             guard let preamble = try Preamble.read(from: &inbound) else { return false }
             peerPreamble = preamble
         } catch {
-            end(.protocolViolation, "the peer is not a Weft node: \(error)", into: &output)
+            end(.protocolViolation, "the peer is not a Weft node: its first bytes are not the magic \"WEFT\"", into: &output)
             return false
         }
         guard peerPreamble.version == localPreamble.version else {
@@ -289,13 +298,13 @@ public struct ConnectionStateMachine: Sendable {
             let (send, receive) = handshake.split()
             state = .established(Established(
                 codec: TransportCodec(send: send, receive: receive), peer: peer, confirmed: false,
-                lastReceived: now, lastSent: now, lastRekey: now))
+                handshakeDeadline: deadline, lastReceived: now, lastSent: now, lastRekey: now))
         default:
             guard let peer = verifiedPeer(payload, handshake: handshake, into: &output) else { return false }
             let (send, receive) = handshake.split()
             state = .established(Established(
                 codec: TransportCodec(send: send, receive: receive), peer: peer, confirmed: true,
-                lastReceived: now, lastSent: now, lastRekey: now))
+                handshakeDeadline: deadline, lastReceived: now, lastSent: now, lastRekey: now))
             output.actions.append(.authenticated(peer))
             // Our first record tells the initiator its last message was accepted.
             var established = currentEstablished

@@ -223,7 +223,8 @@ public struct ConnectionStateMachine: Sendable {
 
     /// Returns true if it made progress.
     private mutating func readPreamble(deadline: NIODeadline, into output: inout Output) -> Bool {
-        let start = inbound.readerIndex
+        // The peer's exact bytes, taken before reading: NIO's `get` only sees readable bytes.
+        let peerBytes = inbound.getBytes(at: inbound.readerIndex, length: WireConstants.preambleByteCount)
         let peerPreamble: Preamble
         do {
             guard let preamble = try Preamble.read(from: &inbound) else { return false }
@@ -238,8 +239,7 @@ public struct ConnectionStateMachine: Sendable {
                 into: &output)
             return false
         }
-        let peerBytes = inbound.getBytes(at: start, length: WireConstants.preambleByteCount)!
-        let prologue = role == .initiator ? localPreamble.bytes + peerBytes : peerBytes + localPreamble.bytes
+        let prologue = role == .initiator ? localPreamble.bytes + peerBytes! : peerBytes! + localPreamble.bytes
         var handshake = try! NoiseHandshake(
             protocolName: WireConstants.noiseProtocolName, role: role == .initiator ? .initiator : .responder,
             prologue: prologue, localStatic: configuration.staticKey,

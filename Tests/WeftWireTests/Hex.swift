@@ -1,5 +1,3 @@
-import NIOCore
-
 extension Array where Element == UInt8 {
     init(hex: String) {
         var bytes: [UInt8] = []
@@ -11,9 +9,4 @@ extension Array where Element == UInt8 {
     }
 
     var hex: String { map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined() }
-}
-
-extension ByteBuffer {
-    /// The readable bytes, as an array.
-    var bytes: [UInt8] { Array(readableBytesView) }
 }

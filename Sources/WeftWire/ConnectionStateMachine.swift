@@ -166,7 +166,9 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// We close the connection: a CLOSE frame if the channel is up, then `.close`.
+    /// A second call, or a call after the machine ended the connection, does nothing.
     public mutating func close(_ code: CloseCode, reason: String, now: NIODeadline) -> [ConnectionAction] {
+        if case .closed = state { return [] }
         var output = Output()
         if case .established = state { seal(.close(code, reason), now: now, into: &output) }
         end(.localClose, "closed by this node: \(reason)", into: &output)

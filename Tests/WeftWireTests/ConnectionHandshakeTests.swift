@@ -259,6 +259,36 @@ struct ConnectionHandshakeTests {
         #expect(link.closes(.initiator).map(\.kind) == [.timeout])
     }
 
+    @Test("an initiator whose message 3 is never confirmed gives up at the handshake deadline, having sent nothing")
+    func unconfirmedInitiatorTimesOut() {
+        var link = InMemoryLink(policy: Self.policy)
+        link.start()
+        link.deliver(to: .responder)
+        link.deliver(to: .initiator)
+        link.deliver(to: .responder)
+        link.deliver(to: .initiator)  // message 2 in, message 3 out; the responder never answers
+        let writesAfterMessage3 = link.writes[.initiator]!.count
+        link.advance(by: .seconds(9))
+        link.tick(.initiator)
+        #expect(link.closes(.initiator).isEmpty, "still within the 10 s handshake timeout")
+        #expect(link.writes[.initiator]!.count == writesAfterMessage3, "no keepalive PING before confirmation")
+        link.advance(by: .seconds(2))
+        link.tick(.initiator)
+        let end = link.closes(.initiator)
+        #expect(end.map(\.kind) == [.handshakeFailed])
+        #expect(end.first?.detail.contains("did not confirm the handshake within 10 s") == true)
+        #expect(link.writes[.initiator]!.count == writesAfterMessage3)
+    }
+
+    @Test("closing twice, or after the machine ended the connection, does nothing")
+    func closeIsIdempotent() {
+        var machine = Self.machine(.initiator)
+        _ = machine.start(now: Self.start)
+        #expect(Self.closes(machine.close(.normal, reason: "first", now: Self.start)).count == 1)
+        #expect(machine.close(.normal, reason: "second", now: Self.start).isEmpty)
+        #expect(machine.isClosed)
+    }
+
     @Test("the handshake deadline runs from start(), not from the last byte")
     func handshakeDeadlineFixed() {
         var link = InMemoryLink(policy: Self.policy)

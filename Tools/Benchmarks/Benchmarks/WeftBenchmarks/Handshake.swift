@@ -52,20 +52,26 @@ func registerHandshakeBenchmarks() {
 
     // MARK: - X25519, the limit
 
-    let x25519Configuration = Benchmark.Configuration(
+    let perOperation = Benchmark.Configuration(
         metrics: [.throughput, .wallClock], scalingFactor: .kilo, maxDuration: .seconds(2))
     let remote = X25519KeyPair.generate().publicKey
 
     // Two X25519 operations per inner iteration: X25519 ops/s = 2 x throughput.
-    Benchmark("X25519: generate + sharedSecret (2 ops)", configuration: x25519Configuration) { benchmark in
+    Benchmark("X25519: generate + sharedSecret (2 ops)", configuration: perOperation) { benchmark in
         for _ in benchmark.scaledIterations {
             let local = X25519KeyPair.generate()
             blackHole(try? local.sharedSecret(with: remote))
         }
     }
 
+    Benchmark("X25519: generate (1 op, fixed base)", configuration: perOperation) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(X25519KeyPair.generate())
+        }
+    }
+
     let local = X25519KeyPair.generate()
-    Benchmark("X25519: sharedSecret (1 op)", configuration: x25519Configuration) { benchmark in
+    Benchmark("X25519: sharedSecret (1 op)", configuration: perOperation) { benchmark in
         for _ in benchmark.scaledIterations {
             blackHole(try? local.sharedSecret(with: remote))
         }
@@ -74,9 +80,23 @@ func registerHandshakeBenchmarks() {
     // The state machine also converts the peer's Ed25519 key to X25519, twice per side (once in
     // `NodeInfo(bytes:)` to validate it, once to compare with the Noise static key).
     let identity = NodeIdentity.generate().publicKey
-    Benchmark("Ed25519 public key to X25519 (1 conversion)", configuration: x25519Configuration) { benchmark in
+    Benchmark("X25519: Ed25519 public key conversion (1 op)", configuration: perOperation) { benchmark in
         for _ in benchmark.scaledIterations {
             blackHole(try? identity.agreementPublicKey())
+        }
+    }
+
+    // MARK: - The symmetric side of Noise
+
+    // Per handshake pair: 12 two-output HKDFs (five MixKey and one Split per side) and two
+    // three-output ones (the psk token), each 3 or 4 HMAC-BLAKE2b.
+    let chainingKey = SecureBytes.random(count: BLAKE2b.outputByteCount)
+    let inputKeyMaterial = SecureBytes.random(count: X25519KeyPair.keyByteCount)
+    let perHKDF = Benchmark.Configuration(
+        metrics: [.throughput, .wallClock, .mallocCountTotal], scalingFactor: .kilo, maxDuration: .seconds(1))
+    Benchmark("Noise: HKDF-BLAKE2b, 2 outputs", configuration: perHKDF) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(BLAKE2b.hkdf(chainingKey: chainingKey, inputKeyMaterial: inputKeyMaterial, outputs: 2))
         }
     }
 }

@@ -14,6 +14,7 @@ func registerTransportBenchmarks() {
     // keeps the malloc statistics' overhead out of these timings.
     let configuration = Benchmark.Configuration(
         metrics: [.throughput, .wallClock],
+        timeUnits: .nanoseconds,
         maxDuration: .seconds(2)
     )
 

@@ -1,0 +1,30 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// Weft's benchmarks, in their own package so the main package never depends on the benchmark
+/// library. Run them with `./Tools/bench` from the repository root.
+let package = Package(
+    name: "WeftBenchmarks",
+    platforms: [.macOS(.v14)],
+    dependencies: [
+        .package(name: "weft", path: "../.."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "WeftBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "WeftCrypto", package: "weft"),
+                .product(name: "WeftWire", package: "weft"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Benchmarks/WeftBenchmarks",
+            plugins: [
+                .plugin(name: "BenchmarkPlugin", package: "benchmark")
+            ]
+        )
+    ],
+    swiftLanguageModes: [.v6]
+)

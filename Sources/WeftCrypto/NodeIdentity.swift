@@ -76,6 +76,14 @@ public struct PublicIdentity: Hashable, Sendable, CustomStringConvertible {
         _ = try agreementPublicKey()
     }
 
+    /// Takes 32 bytes on trust, without the point check `init(bytes:)` makes (about as costly
+    /// as an X25519 operation). For keys whose use checks them anyway: a handshake converts the
+    /// key (`agreementPublicKey()` fails on a bad point) and signature verification rejects one.
+    public init(unvalidatedBytes bytes: [UInt8]) {
+        precondition(bytes.count == Self.byteCount, "Ed25519 public keys are 32 bytes")
+        self.bytes = bytes
+    }
+
     /// Verifies a detached Ed25519 signature.
     public func isValidSignature(_ signature: [UInt8], for message: some ContiguousBytes) -> Bool {
         _ = Sodium.ready

@@ -116,7 +116,9 @@ public struct ConnectionStateMachine: Sendable {
         }
         var output = Output()
         process(now: now, into: &output)
-        if inbound.readableBytes == 0 { inbound.clear() } else { inbound.discardReadBytes() }
+        // A fresh empty buffer costs nothing, where clear() would copy storage still shared
+        // with the DATA slices just handed out.
+        if inbound.readableBytes == 0 { inbound = ByteBuffer() } else { inbound.discardReadBytes() }
         return output.finish()
     }
 
@@ -331,9 +333,11 @@ public struct ConnectionStateMachine: Sendable {
             end(.handshakeFailed, "the peer's node info is invalid: \(error)", into: &output)
             return nil
         }
-        guard let converted = try? info.identity.agreementPublicKey(), let remoteStatic = handshake.remoteStaticKey,
-            constantTimeEquals(converted, remoteStatic)
-        else {
+        guard let converted = try? info.identity.agreementPublicKey() else {
+            end(.handshakeFailed, "the peer's node info names an invalid Ed25519 key", into: &output)
+            return nil
+        }
+        guard let remoteStatic = handshake.remoteStaticKey, constantTimeEquals(converted, remoteStatic) else {
             end(.handshakeFailed, "the peer's claimed identity \(info.identity) does not match its handshake key", into: &output)
             return nil
         }

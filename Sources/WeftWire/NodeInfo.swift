@@ -34,7 +34,8 @@ public struct NodeInfo: Hashable, Sendable {
         return Array(buffer.readableBytesView)
     }
 
-    /// Parses a whole handshake payload; a short or invalid one throws.
+    /// Parses a whole handshake payload; a short or malformed one throws. The key is checked
+    /// by the handshake (`ConnectionStateMachine` converts it), not here.
     public init(bytes: [UInt8]) throws(WeftWireError) {
         var buffer = ByteBuffer(bytes: bytes)
         guard let version = buffer.readInteger(as: UInt16.self),
@@ -44,11 +45,9 @@ public struct NodeInfo: Hashable, Sendable {
         guard let name = try buffer.readShortString(limit: WireConstants.maxDisplayNameByteCount) else {
             throw .malformed("the handshake payload's display name is truncated")
         }
-        do {
-            self.identity = try PublicIdentity(bytes: key)
-        } catch {
-            throw .malformed("the handshake payload's Ed25519 key is not a valid point")
-        }
+        // The handshake converts this key to X25519 to check it against the Noise static key;
+        // that conversion rejects an invalid point, so it is not checked twice.
+        self.identity = PublicIdentity(unvalidatedBytes: key)
         self.protocolVersion = version
         self.features = features
         self.displayName = name

@@ -114,6 +114,21 @@ struct ConnectionRawPeerTests {
         #expect(Self.closes(actions).first?.detail.contains("node info") == true)
     }
 
+    @Test("a responder whose node info names a key that is not a usable point is rejected")
+    func invalidPointResponder() throws {
+        var machine = Self.machine(.initiator)
+        var peer = try Self.handshake(.responder, identity: .generate())
+        _ = machine.start(now: Self.now)
+        var out = Self.written(machine.receive(ByteBuffer(bytes: Preamble().bytes), now: Self.now))
+        _ = try peer.readMessage(Self.takeRecord(&out))
+        var info = NodeInfo(identity: NodeIdentity.generate().publicKey, displayName: "zero").bytes
+        info.replaceSubrange(10..<42, with: [UInt8](repeating: 0, count: 32))
+        let actions = machine.receive(ByteBuffer(bytes: Self.record(try peer.writeMessage(payload: info))), now: Self.now)
+        #expect(Self.written(actions).isEmpty)
+        #expect(Self.closes(actions).map(\.kind) == [.handshakeFailed])
+        #expect(Self.closes(actions).first?.detail.contains("invalid Ed25519 key") == true)
+    }
+
     // MARK: - The machine as responder
 
     @Test("an honest hand-built initiator completes the handshake; the responder's first record is PING 0")

@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "WeftCrypto", targets: ["WeftCrypto"]),
         .library(name: "WeftCompression", targets: ["WeftCompression"]),
         .library(name: "WeftWire", targets: ["WeftWire"]),
+        .library(name: "WeftModel", targets: ["WeftModel"]),
         .library(name: "WeftNode", targets: ["WeftNode"]),
         .executable(name: "weft", targets: ["weft"]),
     ],
@@ -36,6 +37,7 @@ let package = Package(
         // MARK: - Libraries
         .target(name: "WeftCrypto", dependencies: ["CSodium"]),
         .target(name: "WeftCompression", dependencies: ["CZstd"]),
+        .target(name: "WeftModel", dependencies: ["WeftCrypto"]),
         .target(
             name: "WeftWire",
             dependencies: [
@@ -73,6 +75,7 @@ let package = Package(
         // MARK: - Tests
         .testTarget(name: "WeftCryptoTests", dependencies: ["WeftCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "WeftCompressionTests", dependencies: ["WeftCompression"]),
+        .testTarget(name: "WeftModelTests", dependencies: ["WeftModel", "WeftCrypto"]),
         .testTarget(
             name: "WeftWireTests",
             dependencies: ["WeftWire", "WeftCrypto", .product(name: "NIOCore", package: "swift-nio")]

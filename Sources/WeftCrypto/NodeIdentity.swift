@@ -105,3 +105,10 @@ public struct PublicIdentity: Hashable, Sendable, CustomStringConvertible {
     /// The user identifier, e.g. `weft1…` (see `UserIdentifier`).
     public var description: String { UserIdentifier.encode(self) }
 }
+
+extension PublicIdentity: Comparable {
+    /// Byte order of the keys: the order participant lists and merge rules use.
+    public static func < (lhs: PublicIdentity, rhs: PublicIdentity) -> Bool {
+        lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
+    }
+}

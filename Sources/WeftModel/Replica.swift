@@ -14,7 +14,7 @@ public struct Replica: Sendable {
     /// The user whose unread counts and receipts the snapshots describe.
     public let localUser: UserID?
     private(set) var logs: [ConversationID: ConversationLog] = [:]
-    private var groups: [GroupKey: Set<ConversationID>] = [:]
+    private(set) var groups: [GroupKey: Set<ConversationID>] = [:]
     /// Operations waiting for causes, by identifier, and who waits on what.
     private var pending: [OperationID: SignedOperation] = [:]
     private var waitingOn: [OperationID: Set<OperationID>] = [:]

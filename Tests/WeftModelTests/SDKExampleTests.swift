@@ -77,3 +77,33 @@ struct SDKExampleTests {
         #expect(aliceReplica.distinctConversation(for: [alice.user, bob.user]) == aliceReplica.conversationIDs.first)
     }
 }
+
+@Suite("change sets")
+struct ChangeSetTests {
+    @Test("a merge reports the merged conversation deleted, the canonical updated, and messages moved")
+    func mergeChanges() throws {
+        var alice = Author(identity: .generate())
+        var bob = Author(identity: .generate())
+        var replica = Replica(localUser: alice.user)
+        let other = Replica(localUser: bob.user)
+        let first = alice.createConversation(with: [bob.user], in: replica, wallMilliseconds: 1_000)
+        let (_, created) = replica.applyReportingChanges(verified: [first])
+        #expect(created.conversations.map(\.kind) == [.create])
+
+        let late = bob.createConversation(with: [alice.user], in: other, wallMilliseconds: 2_000)
+        var otherReplica = other
+        _ = otherReplica.apply(verified: [late])
+        let post = bob.write(
+            .postMessage(parts: [MessagePart(mimeType: "text/plain", data: [1])], options: .init()),
+            in: late.operation.conversation, replica: otherReplica, wallMilliseconds: 2_001)
+        let (report, changes) = replica.applyReportingChanges(verified: [late, post])
+        #expect(report.accepted.count == 2)
+        let canonical = first.operation.conversation
+        // The later creation joins the group at once, so its own creation is never visible.
+        #expect(changes.conversations.contains { $0.id == canonical && $0.kind == .update && $0.property == "mergedIDs"
+            && $0.newValue == .conversations([late.operation.conversation]) })
+        #expect(changes.conversations.contains { $0.id == canonical && $0.property == "unreadCount" && $0.newValue == .int(1) })
+        #expect(changes.messages.map(\.kind) == [.create])
+        #expect(changes.messages.first?.snapshot?.conversation == canonical)
+    }
+}

@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "WeftCompression", targets: ["WeftCompression"]),
         .library(name: "WeftWire", targets: ["WeftWire"]),
         .library(name: "WeftModel", targets: ["WeftModel"]),
+        .library(name: "WeftStore", targets: ["WeftStore"]),
         .library(name: "WeftNode", targets: ["WeftNode"]),
         .executable(name: "weft", targets: ["weft"]),
     ],
@@ -20,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // MARK: - C libraries (Debian: libsodium-dev, libzstd-dev; found through pkg-config)
@@ -38,6 +40,10 @@ let package = Package(
         .target(name: "WeftCrypto", dependencies: ["CSodium"]),
         .target(name: "WeftCompression", dependencies: ["CZstd"]),
         .target(name: "WeftModel", dependencies: ["WeftCrypto"]),
+        .target(
+            name: "WeftStore",
+            dependencies: ["WeftModel", "WeftCrypto", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         .target(
             name: "WeftWire",
             dependencies: [
@@ -76,6 +82,7 @@ let package = Package(
         .testTarget(name: "WeftCryptoTests", dependencies: ["WeftCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "WeftCompressionTests", dependencies: ["WeftCompression"]),
         .testTarget(name: "WeftModelTests", dependencies: ["WeftModel", "WeftCrypto"]),
+        .testTarget(name: "WeftStoreTests", dependencies: ["WeftStore", "WeftModel", "WeftCrypto"]),
         .testTarget(
             name: "WeftWireTests",
             dependencies: ["WeftWire", "WeftCrypto", .product(name: "NIOCore", package: "swift-nio")]

@@ -161,6 +161,12 @@ public struct Replica: Sendable {
         logs[conversation]?.accepted[id] != nil
     }
 
+    /// Every operation accepted, in every log (for diagnostics and tests).
+    var acceptedOperations: Set<OperationID> { logs.values.reduce(into: []) { $0.formUnion($1.accepted.keys) } }
+
+    /// Every operation refused, in every log (for diagnostics and tests).
+    var rejectedOperations: Set<OperationID> { logs.values.reduce(into: []) { $0.formUnion($1.rejected.keys) } }
+
     /// Whether `user` is a participant of the conversation (group) now.
     public func isParticipant(_ user: UserID, of id: ConversationID) -> Bool {
         conversation(id)?.participants.contains(user) == true

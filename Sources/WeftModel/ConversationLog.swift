@@ -6,6 +6,13 @@ import WeftCrypto
 /// Every rule here judges an operation only by the operation and its causal past, which every
 /// replica holding it also holds; so every replica accepts and rejects the same operations, and
 /// the state, built from commutative pieces, is the same whatever the order of arrival.
+///
+/// Two tiers keep equivocation (SPEC.md §13.1) a function of the set too. An operation that
+/// passes every rule but equivocation is *well-formed*: that is judged once, from its causal
+/// past of well-formed operations, and never revised. A slot (author, sequence) holding two
+/// well-formed operations is *forked*; a well-formed operation is *accepted* unless its causal
+/// past (itself included) reaches a forked slot. Finding a fork only adds a forked slot, so the
+/// state is rebuilt from the well-formed operations without the ones the fork taints.
 struct ConversationLog: Sendable {
     struct Creation: Sendable {
         var operation: OperationID
@@ -16,8 +23,8 @@ struct ConversationLog: Sendable {
         var generation: UInt32
     }
 
-    /// What an accepted operation leaves behind for later checks.
-    struct Accepted: Sendable {
+    /// What a well-formed operation leaves behind for later checks.
+    struct Record: Sendable {
         var author: UserID
         var sequence: UInt64
         var timestamp: HLCTimestamp
@@ -41,6 +48,8 @@ struct ConversationLog: Sendable {
     }
 
     struct MetadataValue: Sendable {
+        /// The key exactly as written (keys that are canonically equivalent are one key).
+        var key: String
         var value: String?
         var timestamp: HLCTimestamp
         var author: UserID
@@ -48,21 +57,31 @@ struct ConversationLog: Sendable {
     }
 
     let id: ConversationID
-    private(set) var creation: Creation?
-    private(set) var accepted: [OperationID: Accepted] = [:]
-    private(set) var rejected: [OperationID: OperationError] = [:]
-    /// Accepted operations in an order that respects causality: replaying it rebuilds the log.
-    private(set) var order: [SignedOperation] = []
-    private(set) var heads: Set<OperationID> = []
-    /// The join of every accepted operation's clock: the log's whole past.
-    private(set) var frontier = VersionVector()
-    /// (author, sequence) slots, to catch an author signing two operations for one slot.
-    private var slots: [UserID: [UInt64: OperationID]] = [:]
-    /// Slots an author used twice: every operation in them, and all that follow, are refused.
-    private(set) var forkedSlots: [UserID: UInt64] = [:]
 
+    // MARK: Well-formed operations: judged once, never revised
+
+    private(set) var creation: Creation?
+    /// Every well-formed operation, accepted or tainted by a fork.
+    private(set) var records: [OperationID: Record] = [:]
+    /// Operations refused for a reason other than a fork.
+    private(set) var rejected: [OperationID: OperationError] = [:]
+    /// Well-formed operations in an order that respects causality: replaying it rebuilds the state.
+    private(set) var order: [SignedOperation] = []
+    /// The first well-formed operation seen in each (author, sequence) slot.
+    private var slots: [UserID: [UInt64: OperationID]] = [:]
+    /// For each author who forked, the lowest forked sequence number: every operation whose
+    /// causal past reaches it is refused.
+    private(set) var forkedSlots: [UserID: UInt64] = [:]
+    /// Membership events of every well-formed operation: what "participant at its causal point"
+    /// is judged on. Filtered by a clock, they give the accepted events of that past.
     private(set) var adds: [UserID: [MembershipEvent]] = [:]
     private(set) var removes: [UserID: [MembershipEvent]] = [:]
+
+    // MARK: State: the effects of the accepted operations
+
+    private(set) var heads: Set<OperationID> = []
+    /// The join of every accepted operation's clock: the accepted log's whole past.
+    private(set) var frontier = VersionVector()
     private(set) var hadMembershipChange = false
     private(set) var metadata: [String: MetadataValue] = [:]
     private(set) var messages: [OperationID: Message] = [:]
@@ -73,6 +92,32 @@ struct ConversationLog: Sendable {
 
     init(id: ConversationID) { self.id = id }
 
+    // MARK: - Accepted and refused
+
+    /// Whether a past reaches a forked slot.
+    func isTainted(_ clock: VersionVector) -> Bool {
+        forkedSlots.contains { author, sequence in clock[author] >= sequence }
+    }
+
+    func isAccepted(_ id: OperationID) -> Bool {
+        guard let record = records[id] else { return false }
+        return !isTainted(record.clock)
+    }
+
+    var acceptedIDs: [OperationID] { records.compactMap { isTainted($0.value.clock) ? nil : $0.key } }
+
+    /// Refused operations: those that broke a rule, and those a fork taints.
+    var refusedIDs: [OperationID] { Array(rejected.keys) + records.compactMap { isTainted($0.value.clock) ? $0.key : nil } }
+
+    static func equivocationError(_ author: UserID, _ sequence: UInt64) -> OperationError {
+        OperationError(.equivocation, "it follows sequence number \(sequence) of \(author), who signed two operations for it")
+    }
+
+    private func taintError(_ clock: VersionVector) -> OperationError {
+        let (author, sequence) = forkedSlots.first { clock[$0.key] >= $0.value }!
+        return Self.equivocationError(author, sequence)
+    }
+
     // MARK: - Applying
 
     enum Outcome: Sendable {
@@ -81,14 +126,16 @@ struct ConversationLog: Sendable {
         /// Causes are missing: keep the operation until they arrive.
         case pending(missing: [OperationID])
         case rejected(OperationError)
-        /// The author forked a slot: the log must be rebuilt without that slot.
-        case fork
+        /// The operation forked a slot: it is refused, and so are `revoked`, which were accepted.
+        case forked(revoked: [OperationID])
     }
 
     /// Checks and applies one operation whose signature was already verified.
     mutating func apply(_ signed: SignedOperation) -> Outcome {
         let op = signed.operation
-        if accepted[signed.id] != nil { return .duplicate }
+        if let record = records[signed.id] {
+            return isTainted(record.clock) ? .rejected(taintError(record.clock)) : .duplicate
+        }
         if let reason = rejected[signed.id] { return .rejected(reason) }
 
         // Causes first: an operation is judged against its whole causal past.
@@ -99,7 +146,7 @@ struct ConversationLog: Sendable {
             if let reason = rejected[cause] {
                 return reject(signed, OperationError(.dependsOnRejected, "it follows operation \(cause), which was refused (\(reason))"))
             }
-            guard let record = accepted[cause] else {
+            guard let record = records[cause] else {
                 missing.append(cause)
                 continue
             }
@@ -107,28 +154,29 @@ struct ConversationLog: Sendable {
             latestCause = max(latestCause, record.timestamp)
         }
         if !missing.isEmpty { return .pending(missing: missing) }
-
-        if let forked = forkedSlots[op.author], op.sequence >= forked {
-            return reject(signed, OperationError(.equivocation, "its author signed two operations for sequence number \(forked)"))
-        }
         if let error = check(signed, past: past, latestCause: latestCause) { return reject(signed, error) }
+
+        // Well-formed: recorded for good, whatever forks say.
+        var clock = past
+        clock.record(op.author, op.sequence)
+        records[signed.id] = Record(
+            author: op.author, sequence: op.sequence, timestamp: op.timestamp, clock: clock,
+            isMessage: { if case .postMessage = op.body { true } else { false } }())
+        order.append(signed)
+        recordMembership(of: signed, clock: clock)
 
         // Equivocation: the same author and sequence number for a different operation.
         if let other = slots[op.author]?[op.sequence], other != signed.id {
-            forkedSlots[op.author] = min(forkedSlots[op.author] ?? .max, op.sequence)
-            return .fork
+            guard op.sequence < forkedSlots[op.author] ?? .max else {
+                return .rejected(taintError(clock))
+            }
+            let wasAccepted = Set(acceptedIDs)
+            forkedSlots[op.author] = op.sequence
+            rebuildState()
+            return .forked(revoked: wasAccepted.filter { !isAccepted($0) }.sorted())
         }
-
-        var clock = past
-        clock.record(op.author, op.sequence)
-        accepted[signed.id] = Accepted(
-            author: op.author, sequence: op.sequence, timestamp: op.timestamp, clock: clock,
-            isMessage: { if case .postMessage = op.body { true } else { false } }())
         slots[op.author, default: [:]][op.sequence] = signed.id
-        order.append(signed)
-        heads.subtract(op.causes)
-        heads.insert(signed.id)
-        frontier.formJoin(clock)
+        if isTainted(clock) { return .rejected(taintError(clock)) }
         effect(of: signed, clock: clock)
         return .accepted
     }
@@ -138,7 +186,8 @@ struct ConversationLog: Sendable {
         return .rejected(error)
     }
 
-    /// The validity rules of SPEC.md §13.1, in order; nil when the operation is acceptable.
+    /// The validity rules of SPEC.md §13.1 but equivocation, in order; nil when the operation
+    /// is well-formed.
     private func check(_ signed: SignedOperation, past: VersionVector, latestCause: HLCTimestamp) -> OperationError? {
         let op = signed.operation
         if case .createConversation(let participants, _, _, _) = op.body {
@@ -177,7 +226,7 @@ struct ConversationLog: Sendable {
             return nil
         case .delivered(let ids), .read(let ids):
             for message in ids {
-                guard let record = accepted[message], record.isMessage, past.includes(author: record.author, sequence: record.sequence) else {
+                guard let record = records[message], record.isMessage, past.includes(author: record.author, sequence: record.sequence) else {
                     return OperationError(.invalidReference, "receipt for \(message), which is not a message in its causal past")
                 }
                 guard record.author != op.author else {
@@ -186,7 +235,7 @@ struct ConversationLog: Sendable {
             }
             return nil
         case .deleteMessage(let message):
-            guard let record = accepted[message], record.isMessage, past.includes(author: record.author, sequence: record.sequence) else {
+            guard let record = records[message], record.isMessage, past.includes(author: record.author, sequence: record.sequence) else {
                 return OperationError(.invalidReference, "deletes \(message), which is not a message in its causal past")
             }
             guard record.author == op.author else {
@@ -196,27 +245,41 @@ struct ConversationLog: Sendable {
         }
     }
 
-    private mutating func effect(of signed: SignedOperation, clock: VersionVector) {
+    /// The creation and the membership events of a well-formed operation.
+    private mutating func recordMembership(of signed: SignedOperation, clock: VersionVector) {
         let op = signed.operation
         let event = MembershipEvent(author: op.author, sequence: op.sequence, clock: clock)
         switch op.body {
-        case .createConversation(let participants, let distinct, let generation, let entries):
+        case .createConversation(let participants, let distinct, let generation, _):
             creation = Creation(
                 operation: signed.id, author: op.author, timestamp: op.timestamp, participants: participants,
                 distinct: distinct, generation: generation)
             for user in participants { adds[user, default: []].append(event) }
-            for (key, value) in entries {
-                setMetadata(key, MetadataValue(value: value, timestamp: op.timestamp, author: op.author, operation: signed.id))
-            }
         case .addParticipants(let users):
-            hadMembershipChange = true
             for user in users { adds[user, default: []].append(event) }
         case .removeParticipants(let users):
-            hadMembershipChange = true
             for user in users { removes[user, default: []].append(event) }
+        default:
+            break
+        }
+    }
+
+    /// What an accepted operation changes in the state.
+    private mutating func effect(of signed: SignedOperation, clock: VersionVector) {
+        let op = signed.operation
+        heads.subtract(op.causes)
+        heads.insert(signed.id)
+        frontier.formJoin(clock)
+        switch op.body {
+        case .createConversation(_, _, _, let entries):
+            for (key, value) in entries {
+                setMetadata(MetadataValue(key: key, value: value, timestamp: op.timestamp, author: op.author, operation: signed.id))
+            }
+        case .addParticipants, .removeParticipants:
+            hadMembershipChange = true
         case .setMetadata(let entries):
             for (key, value) in entries {
-                setMetadata(key, MetadataValue(value: value, timestamp: op.timestamp, author: op.author, operation: signed.id))
+                setMetadata(MetadataValue(key: key, value: value, timestamp: op.timestamp, author: op.author, operation: signed.id))
             }
         case .postMessage(let parts, let options):
             messages[signed.id] = Message(
@@ -232,9 +295,26 @@ struct ConversationLog: Sendable {
         }
     }
 
-    private mutating func setMetadata(_ key: String, _ candidate: MetadataValue) {
-        if let current = metadata[key], !Self.lastWriterWins(candidate, over: current) { return }
-        metadata[key] = candidate
+    /// Replays the accepted operations' effects after a fork tainted some of them.
+    private mutating func rebuildState() {
+        heads = []
+        frontier = VersionVector()
+        hadMembershipChange = false
+        metadata = [:]
+        messages = [:]
+        deleted = []
+        delivered = [:]
+        read = [:]
+        watermarks = [:]
+        for signed in order {
+            let clock = records[signed.id]!.clock
+            if !isTainted(clock) { effect(of: signed, clock: clock) }
+        }
+    }
+
+    private mutating func setMetadata(_ candidate: MetadataValue) {
+        if let current = metadata[candidate.key], !Self.lastWriterWins(candidate, over: current) { return }
+        metadata[candidate.key] = candidate
     }
 
     /// Last writer wins per key, ordered by (timestamp, author), then the operation identifier.
@@ -258,8 +338,14 @@ struct ConversationLog: Sendable {
         }
     }
 
-    /// Every user named in this log's membership history.
-    var everyone: Set<UserID> { Set(adds.keys).union(removes.keys) }
+    /// Whether an accepted add or removal names `user`.
+    func names(_ user: UserID) -> Bool {
+        let accepted = { (event: MembershipEvent) in frontier.includes(author: event.author, sequence: event.sequence) }
+        return (adds[user] ?? []).contains(where: accepted) || (removes[user] ?? []).contains(where: accepted)
+    }
+
+    /// Every user an accepted add or removal names.
+    var everyone: Set<UserID> { Set(adds.keys).union(removes.keys).filter(names) }
 
     /// A conversation's identifier: the first 16 bytes of BLAKE2b-256 of `"weft conversation v1"`
     /// and its creation's encoding with the conversation field zeroed (SPEC.md §12.2). Deriving
@@ -269,16 +355,5 @@ struct ConversationLog: Sendable {
         blank.conversation = ConversationID(bytes: [UInt8](repeating: 0, count: ConversationID.byteCount))!
         let digest = BLAKE2b.hash(Array("weft conversation v1".utf8), blank.encoded(), outputByteCount: 32)
         return ConversationID(bytes: Array(digest.prefix(ConversationID.byteCount)))!
-    }
-}
-
-extension ConversationLog {
-    /// The same log rebuilt from its accepted operations, with the forked slots refused: the
-    /// operations in them and everything that follows them are rejected.
-    func rebuiltWithoutForks() -> ConversationLog {
-        var rebuilt = ConversationLog(id: id)
-        rebuilt.forkedSlots = forkedSlots
-        for op in order { _ = rebuilt.apply(op) }
-        return rebuilt
     }
 }

@@ -8,15 +8,15 @@ extension Replica {
         // no log that names them has them removed.
         var participants: [UserID] = []
         for user in members.reduce(into: Set<UserID>(), { $0.formUnion($1.everyone) }) {
-            let naming = members.filter { $0.adds[user] != nil || $0.removes[user] != nil }
+            let naming = members.filter { $0.names(user) }
             if naming.allSatisfy({ $0.isParticipant(user, at: $0.frontier) }) { participants.append(user) }
         }
 
         var metadata: [String: ConversationLog.MetadataValue] = [:]
         for log in members {
-            for (key, value) in log.metadata {
-                if let current = metadata[key], !ConversationLog.lastWriterWins(value, over: current) { continue }
-                metadata[key] = value
+            for value in log.metadata.values {
+                if let current = metadata[value.key], !ConversationLog.lastWriterWins(value, over: current) { continue }
+                metadata[value.key] = value
             }
         }
 
@@ -32,7 +32,7 @@ extension Replica {
             createdAt: creation.timestamp,
             participants: participants.sorted(),
             isDistinct: members.allSatisfy { $0.creation?.distinct == true && !$0.hadMembershipChange },
-            metadata: metadata.compactMapValues(\.value),
+            metadata: Dictionary(uniqueKeysWithValues: metadata.values.compactMap { entry in entry.value.map { (entry.key, $0) } }),
             messageCount: live.count,
             unreadCount: unread,
             lastMessageAt: live.map(\.1.timestamp).max())
@@ -69,7 +69,7 @@ extension Replica {
     /// Read by an explicit receipt or by a watermark whose past holds the message (§13.6).
     static func hasRead(_ user: UserID, _ message: ConversationLog.Message, in log: ConversationLog) -> Bool {
         if log.read[message.id]?.contains(user) == true { return true }
-        guard let watermark = log.watermarks[user], let sequence = log.accepted[message.id]?.sequence else { return false }
+        guard let watermark = log.watermarks[user], let sequence = log.records[message.id]?.sequence else { return false }
         return watermark.includes(author: message.sender, sequence: sequence)
     }
 

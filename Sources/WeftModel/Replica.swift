@@ -31,6 +31,10 @@ public struct Replica: Sendable {
         public var rejected: [(OperationID, OperationError)] = []
         public var pending: [OperationID] = []
         public var duplicates: [OperationID] = []
+        /// Operations accepted earlier (in this batch or before) and refused now, because their
+        /// causal past reaches a slot their author was found to have used twice (SPEC.md §13.1).
+        /// They are listed in `rejected` too; whoever keeps the accepted set must drop them.
+        public var revoked: [OperationID] = []
         /// Conversations (log identifiers) whose state changed.
         public var touched: Set<ConversationID> = []
     }
@@ -46,6 +50,10 @@ public struct Replica: Sendable {
         // An operation that was pending and is now decided is not reported as pending.
         let decided = Set(report.accepted).union(report.rejected.map(\.0))
         report.pending.removeAll { decided.contains($0) || pending[$0] == nil }
+        if !report.revoked.isEmpty {
+            let revoked = Set(report.revoked)
+            report.accepted.removeAll { revoked.contains($0) }
+        }
         return report
     }
 
@@ -76,15 +84,17 @@ public struct Replica: Sendable {
             report.rejected.append((signed.id, error))
             // Everything waiting on a refused operation is refused in turn, when retried.
             release(waitingFor: signed.id, into: &retry)
-        case .fork:
-            // Rebuild the log from all its operations: the forked slots are now refused, and
-            // so is everything after them, whatever order they arrived in.
-            var rebuilt = log.rebuiltWithoutForks()
-            _ = rebuilt.apply(signed)
-            logs[conversation] = rebuilt
-            report.rejected.append(
-                (signed.id, OperationError(.equivocation, "its author signed two operations for one sequence number")))
+        case .forked(let revoked):
+            // The operation and everything after the forked slot are refused, including
+            // operations accepted before, whatever order they arrived in.
+            logs[conversation] = log
+            report.rejected.append((signed.id, ConversationLog.equivocationError(signed.operation.author, signed.operation.sequence)))
+            for id in revoked {
+                report.rejected.append((id, ConversationLog.equivocationError(signed.operation.author, signed.operation.sequence)))
+            }
+            report.revoked += revoked
             report.touched.insert(conversation)
+            release(waitingFor: signed.id, into: &retry)
         }
     }
 
@@ -154,18 +164,18 @@ public struct Replica: Sendable {
     /// The latest timestamp among the heads of `id`, for the clock.
     public func latestTimestamp(in id: ConversationID) -> HLCTimestamp? {
         guard let log = logs[id] else { return nil }
-        return log.heads.compactMap { log.accepted[$0]?.timestamp }.max()
+        return log.heads.compactMap { log.records[$0]?.timestamp }.max()
     }
 
     public func isKnown(_ id: OperationID, in conversation: ConversationID) -> Bool {
-        logs[conversation]?.accepted[id] != nil
+        logs[conversation]?.isAccepted(id) == true
     }
 
     /// Every operation accepted, in every log (for diagnostics and tests).
-    var acceptedOperations: Set<OperationID> { logs.values.reduce(into: []) { $0.formUnion($1.accepted.keys) } }
+    var acceptedOperations: Set<OperationID> { logs.values.reduce(into: []) { $0.formUnion($1.acceptedIDs) } }
 
     /// Every operation refused, in every log (for diagnostics and tests).
-    var rejectedOperations: Set<OperationID> { logs.values.reduce(into: []) { $0.formUnion($1.rejected.keys) } }
+    var rejectedOperations: Set<OperationID> { logs.values.reduce(into: []) { $0.formUnion($1.refusedIDs) } }
 
     /// Whether `user` is a participant of the conversation (group) now.
     public func isParticipant(_ user: UserID, of id: ConversationID) -> Bool {

@@ -84,6 +84,9 @@ public struct PublicIdentity: Hashable, Sendable, CustomStringConvertible {
         self.bytes = bytes
     }
 
+    /// Hashes the key's bytes in one call: keys are dictionary keys everywhere in the model.
+    public func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
+
     /// Verifies a detached Ed25519 signature.
     public func isValidSignature(_ signature: [UInt8], for message: some ContiguousBytes) -> Bool {
         _ = Sodium.ready
@@ -108,7 +111,28 @@ public struct PublicIdentity: Hashable, Sendable, CustomStringConvertible {
 
 extension PublicIdentity: Comparable {
     /// Byte order of the keys: the order participant lists and merge rules use.
-    public static func < (lhs: PublicIdentity, rhs: PublicIdentity) -> Bool {
-        lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
+    public static func < (lhs: PublicIdentity, rhs: PublicIdentity) -> Bool { compare(lhs, rhs) < 0 }
+
+    public static func == (lhs: PublicIdentity, rhs: PublicIdentity) -> Bool { compare(lhs, rhs) == 0 }
+
+    /// Byte order, eight bytes at a time: keys are compared and sorted all through the model.
+    private static func compare(_ lhs: PublicIdentity, _ rhs: PublicIdentity) -> Int {
+        lhs.bytes.withUnsafeBytes { x in
+            rhs.bytes.withUnsafeBytes { y in
+                let common = min(x.count, y.count)
+                var offset = 0
+                while offset + 8 <= common {
+                    let u = UInt64(bigEndian: x.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                    let v = UInt64(bigEndian: y.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                    if u != v { return u < v ? -1 : 1 }
+                    offset += 8
+                }
+                while offset < common {
+                    if x[offset] != y[offset] { return x[offset] < y[offset] ? -1 : 1 }
+                    offset += 1
+                }
+                return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
+            }
+        }
     }
 }

@@ -83,6 +83,10 @@ struct ConversationLog: Sendable {
     /// The join of every accepted operation's clock: the accepted log's whole past.
     private(set) var frontier = VersionVector()
     private(set) var hadMembershipChange = false
+    /// Users an accepted creation, add or removal names, and those of them who are participants
+    /// now (at `frontier`). Only an operation naming a user can change whether they are.
+    private(set) var named: Set<UserID> = []
+    private(set) var participants: Set<UserID> = []
     private(set) var metadata: [String: MetadataValue] = [:]
     private(set) var messages: [OperationID: Message] = [:]
     private(set) var deleted: Set<OperationID> = []
@@ -217,7 +221,7 @@ struct ConversationLog: Sendable {
             return OperationError(.timestampNotAfterCauses, "its timestamp \(op.timestamp) is not after its causes' \(latestCause)")
         }
         guard isParticipant(op.author, at: past) else {
-            return OperationError(.notAParticipant, "\(op.author) was not a participant at the operation's causal point")
+            return OperationError(.notAParticipant, "its author was not a participant at its causal point")
         }
         switch op.body {
         case .createConversation:
@@ -271,6 +275,15 @@ struct ConversationLog: Sendable {
         heads.insert(signed.id)
         frontier.formJoin(clock)
         switch op.body {
+        case .createConversation(let users, _, _, _), .addParticipants(let users), .removeParticipants(let users):
+            for user in users {
+                named.insert(user)
+                if isParticipant(user, at: frontier) { participants.insert(user) } else { participants.remove(user) }
+            }
+        default:
+            break
+        }
+        switch op.body {
         case .createConversation(_, _, _, let entries):
             for (key, value) in entries {
                 setMetadata(MetadataValue(key: key, value: value, timestamp: op.timestamp, author: op.author, operation: signed.id))
@@ -300,6 +313,8 @@ struct ConversationLog: Sendable {
         heads = []
         frontier = VersionVector()
         hadMembershipChange = false
+        named = []
+        participants = []
         metadata = [:]
         messages = [:]
         deleted = []
@@ -338,22 +353,15 @@ struct ConversationLog: Sendable {
         }
     }
 
-    /// Whether an accepted add or removal names `user`.
-    func names(_ user: UserID) -> Bool {
-        let accepted = { (event: MembershipEvent) in frontier.includes(author: event.author, sequence: event.sequence) }
-        return (adds[user] ?? []).contains(where: accepted) || (removes[user] ?? []).contains(where: accepted)
-    }
-
-    /// Every user an accepted add or removal names.
-    var everyone: Set<UserID> { Set(adds.keys).union(removes.keys).filter(names) }
-
     /// A conversation's identifier: the first 16 bytes of BLAKE2b-256 of `"weft conversation v1"`
     /// and its creation's encoding with the conversation field zeroed (SPEC.md §12.2). Deriving
     /// it means one identifier can never name two different creations.
+    static let conversationDomain = Array("weft conversation v1".utf8)
+
     static func derivedID(of creation: Operation) -> ConversationID {
         var blank = creation
         blank.conversation = ConversationID(bytes: [UInt8](repeating: 0, count: ConversationID.byteCount))!
-        let digest = BLAKE2b.hash(Array("weft conversation v1".utf8), blank.encoded(), outputByteCount: 32)
+        let digest = BLAKE2b.hash(conversationDomain + blank.encoded(), outputByteCount: 32)
         return ConversationID(bytes: Array(digest.prefix(ConversationID.byteCount)))!
     }
 }

@@ -10,9 +10,12 @@ public struct ConversationID: Hashable, Comparable, Sendable, CustomStringConver
         self.bytes = bytes
     }
 
+    public func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
+
     public static func random() -> ConversationID { ConversationID(bytes: secureRandomBytes(byteCount))! }
 
-    public static func < (lhs: ConversationID, rhs: ConversationID) -> Bool { lhs.bytes.lexicographicallyPrecedes(rhs.bytes) }
+    public static func < (lhs: ConversationID, rhs: ConversationID) -> Bool { compareBytes(lhs.bytes, rhs.bytes) < 0 }
+    public static func == (lhs: ConversationID, rhs: ConversationID) -> Bool { compareBytes(lhs.bytes, rhs.bytes) == 0 }
 
     public var hex: String { bytes.hexString }
     public var description: String { hex }
@@ -29,14 +32,40 @@ public struct OperationID: Hashable, Comparable, Sendable, CustomStringConvertib
         self.bytes = bytes
     }
 
+    public func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
+
     init(hashing encoding: [UInt8]) {
         self.bytes = BLAKE2b.hash(encoding, outputByteCount: Self.byteCount)
     }
 
-    public static func < (lhs: OperationID, rhs: OperationID) -> Bool { lhs.bytes.lexicographicallyPrecedes(rhs.bytes) }
+    public static func < (lhs: OperationID, rhs: OperationID) -> Bool { compareBytes(lhs.bytes, rhs.bytes) < 0 }
+    public static func == (lhs: OperationID, rhs: OperationID) -> Bool { compareBytes(lhs.bytes, rhs.bytes) == 0 }
 
     public var hex: String { bytes.hexString }
     public var description: String { String(hex.prefix(16)) }
+}
+
+/// Compares byte strings in lexicographic order, eight bytes at a time: identifiers and keys
+/// are compared and sorted everywhere in the merge rules.
+@inline(__always)
+func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
+    a.withUnsafeBytes { x in
+        b.withUnsafeBytes { y in
+            let common = min(x.count, y.count)
+            var offset = 0
+            while offset + 8 <= common {
+                let u = UInt64(bigEndian: x.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                let v = UInt64(bigEndian: y.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                if u != v { return u < v ? -1 : 1 }
+                offset += 8
+            }
+            while offset < common {
+                if x[offset] != y[offset] { return x[offset] < y[offset] ? -1 : 1 }
+                offset += 1
+            }
+            return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
+        }
+    }
 }
 
 /// A user: the Ed25519 public key of a node identity.

@@ -168,10 +168,9 @@ public struct Operation: Hashable, Sendable {
             throw OperationError(.unknownVersion, "operation format version \(version) is newer than this node's (1)")
         }
         let kind = try r.u8()
-        let authorBytes = try r.raw(PublicIdentity.byteCount)
-        guard let author = try? PublicIdentity(bytes: authorBytes) else {
-            throw .malformed("the author is not a valid Ed25519 public key")
-        }
+        // Keys are taken as bytes (SPEC.md §12.1): the author's is checked by the signature, and
+        // a participant key that is no curve point names a user who can never sign.
+        let author = PublicIdentity(unvalidatedBytes: try r.raw(PublicIdentity.byteCount))
         let conversation = ConversationID(bytes: try r.raw(ConversationID.byteCount))!
         let sequence = try r.u64()
         let timestamp = HLCTimestamp(rawValue: try r.u64())
@@ -265,10 +264,7 @@ public struct Operation: Hashable, Sendable {
         guard count > 0, count <= maxItems else { throw .malformed("a participant list holds \(count) users") }
         var users: [UserID] = []
         for _ in 0..<count {
-            guard let user = try? PublicIdentity(bytes: try r.raw(PublicIdentity.byteCount)) else {
-                throw .malformed("a participant is not a valid Ed25519 public key")
-            }
-            users.append(user)
+            users.append(PublicIdentity(unvalidatedBytes: try r.raw(PublicIdentity.byteCount)))
         }
         guard isStrictlySorted(users) else { throw .malformed("participants are not sorted and unique") }
         return users

@@ -5,13 +5,35 @@ import WeftCrypto
 /// graph, written apart from `Replica` (no version vectors, no incremental state), so the two
 /// can check each other. Validity (§13.1) is not recomputed: the accepted set is an input.
 struct Oracle {
+    typealias Creation = (id: OperationID, op: Operation, participants: [UserID], distinct: Bool, generation: UInt32, metadata: [String: String])
+
     let operations: [OperationID: SignedOperation]
     let localUser: UserID
+    private let byLog: [ConversationID: [SignedOperation]]
+    private let creations: [ConversationID: Creation]
+    /// Each user's receipts: messages read, messages delivered, and their mark-all-read operations.
+    private var reads: [UserID: Set<OperationID>] = [:]
+    private var deliveries: [UserID: Set<OperationID>] = [:]
+    private var marks: [UserID: [OperationID]] = [:]
     private var ancestorCache: [OperationID: Set<OperationID>] = [:]
 
     init(accepted: some Sequence<SignedOperation>, localUser: UserID) {
         operations = Dictionary(accepted.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         self.localUser = localUser
+        byLog = Dictionary(grouping: operations.values, by: \.operation.conversation)
+        var creations: [ConversationID: Creation] = [:]
+        for signed in operations.values {
+            let author = signed.operation.author
+            switch signed.operation.body {
+            case .createConversation(let participants, let distinct, let generation, let metadata):
+                creations[signed.operation.conversation] = (signed.id, signed.operation, participants.sorted(), distinct, generation, metadata)
+            case .read(let ids): reads[author, default: []].formUnion(ids)
+            case .delivered(let ids): deliveries[author, default: []].formUnion(ids)
+            case .markAllRead: marks[author, default: []].append(signed.id)
+            default: break
+            }
+        }
+        self.creations = creations
     }
 
     /// Every operation reachable through causes (the operation itself excluded).
@@ -26,18 +48,9 @@ struct Oracle {
         return result
     }
 
-    private func ops(in log: ConversationID) -> [SignedOperation] {
-        operations.values.filter { $0.operation.conversation == log }
-    }
+    private func ops(in log: ConversationID) -> [SignedOperation] { byLog[log] ?? [] }
 
-    private func creation(of log: ConversationID) -> (id: OperationID, op: Operation, participants: [UserID], distinct: Bool, generation: UInt32, metadata: [String: String])? {
-        for signed in ops(in: log) {
-            if case .createConversation(let participants, let distinct, let generation, let metadata) = signed.operation.body {
-                return (signed.id, signed.operation, participants.sorted(), distinct, generation, metadata)
-            }
-        }
-        return nil
-    }
+    private func creation(of log: ConversationID) -> Creation? { creations[log] }
 
     /// Remove wins (§13.3): some add of `user` has every removal of `user` in its past.
     mutating func admits(_ user: UserID, in log: ConversationID) -> Bool? {
@@ -58,12 +71,15 @@ struct Oracle {
 
     /// Merge groups (§13.2), canonical first.
     func groups() -> [[ConversationID]] {
-        var byKey: [String: [ConversationID]] = [:]
+        struct Key: Hashable {
+            var participants: [UserID]
+            var generation: UInt32
+        }
+        var byKey: [Key: [ConversationID]] = [:]
         var alone: [[ConversationID]] = []
-        for id in Set(operations.values.map(\.operation.conversation)) {
-            guard let creation = creation(of: id) else { continue }
+        for (id, creation) in creations {
             if creation.distinct {
-                byKey[creation.participants.map(\.description).joined(separator: ",") + "#\(creation.generation)", default: []].append(id)
+                byKey[Key(participants: creation.participants, generation: creation.generation), default: []].append(id)
             } else {
                 alone.append([id])
             }
@@ -166,15 +182,8 @@ struct Oracle {
     /// §13.6: read (an explicit receipt, or a mark-all-read with the message in its past) >
     /// delivered > sent.
     mutating func status(of message: OperationID, for user: UserID) -> RecipientStatus {
-        var delivered = false
-        for signed in operations.values where signed.operation.author == user {
-            switch signed.operation.body {
-            case .read(let ids) where ids.contains(message): return .read
-            case .markAllRead where ancestors(of: signed.id).contains(message): return .read
-            case .delivered(let ids) where ids.contains(message): delivered = true
-            default: break
-            }
-        }
-        return delivered ? .delivered : .sent
+        if reads[user]?.contains(message) == true { return .read }
+        for mark in marks[user] ?? [] where ancestors(of: mark).contains(message) { return .read }
+        return deliveries[user]?.contains(message) == true ? .delivered : .sent
     }
 }

@@ -13,6 +13,8 @@ struct Simulation {
         /// A copy of this node's author and replica, as a backup restored on a second device
         /// would hold them: writing from it reuses sequence numbers (equivocation).
         var backup: (author: Author, replica: Replica)?
+        /// Positions in `received` delivered to this node (its own operations included).
+        var delivered: Set<Int> = []
     }
 
     enum Action: CaseIterable {
@@ -43,7 +45,7 @@ struct Simulation {
         nodes = (0..<nodeCount).map { index in
             Node(
                 author: Fixtures.author(index), replica: Replica(localUser: Fixtures.users[index]),
-                wall: 1_000_000 + UInt64(index % 2), backup: nil)
+                wall: 1_000_000 + UInt64(index % 2))
         }
         // Two users beyond the nodes: they are added, removed and receive messages, but write nothing.
         users = Array(Fixtures.users.prefix(nodeCount + 2))
@@ -80,12 +82,20 @@ struct Simulation {
         }
     }
 
-    /// A random subset of everything written, some twice, shuffled; in one batch or one by one.
+    /// A random subset of the operations `index` has not received yet, plus a few it has (as
+    /// duplicates), shuffled; in one batch or one by one.
     mutating func deliverSome(to index: Int) {
-        guard !received.isEmpty else { return }
         let share = [0.15, 0.4, 0.8].randomElement(using: &rng)!
-        var batch = received.filter { _ in rng.chance(share) }
-        batch += batch.filter { _ in rng.chance(0.2) }
+        var batch: [SignedOperation] = []
+        for (position, op) in received.enumerated() {
+            if nodes[index].delivered.contains(position) {
+                if rng.chance(0.05) { batch.append(op) }
+            } else if rng.chance(share) {
+                batch.append(op)
+                nodes[index].delivered.insert(position)
+            }
+        }
+        batch += batch.filter { _ in rng.chance(0.1) }
         batch.shuffle(using: &rng)
         if rng.chance(0.5) {
             _ = nodes[index].replica.apply(verified: batch)
@@ -115,6 +125,7 @@ struct Simulation {
 
     private mutating func record(_ op: SignedOperation, at index: Int, applyLocally: Bool = true) {
         written.append(op)
+        if applyLocally { nodes[index].delivered.insert(written.count - 1) }
         do {
             let decoded = try SignedOperation(wireBytes: op.wireBytes)
             if decoded.id != op.id || decoded.encoding != op.encoding {

@@ -14,17 +14,49 @@ struct ConvergenceTests {
 
     @Test("1,000 random schedules of 60 operations on 3 nodes converge to the rules' state", arguments: chunks)
     func randomSchedules(chunk: Int) {
+        var coverage = Coverage()
         for offset in 0..<Self.schedulesPerChunk {
             let seed = UInt64(chunk * Self.schedulesPerChunk + offset)
-            if let failure = Self.check(seed: seed) {
+            if let failure = Self.check(seed: seed, coverage: &coverage) {
                 Issue.record("seed \(seed): \(failure)")
                 return
             }
         }
+        // The schedules must reach what they are meant to test: a few of each per chunk.
+        print("chunk \(chunk): \(coverage)")
+        let minimum = Self.schedulesPerChunk / 20
+        #expect(coverage.merges >= minimum, "\(coverage)")
+        #expect(coverage.membershipChangedGroups >= minimum, "\(coverage)")
+        #expect(coverage.concurrentAddAndRemove >= minimum, "\(coverage)")
+        #expect(coverage.refusedNonParticipants >= minimum, "\(coverage)")
+        #expect(coverage.readByWatermark >= minimum, "\(coverage)")
+        #expect(coverage.deletions >= minimum, "\(coverage)")
+        #expect(coverage.forks >= 1, "\(coverage)")
+    }
+
+    /// How many schedules reached each situation worth testing.
+    struct Coverage: CustomStringConvertible {
+        var merges = 0
+        var membershipChangedGroups = 0
+        var concurrentAddAndRemove = 0
+        var refusedNonParticipants = 0
+        var readByWatermark = 0
+        var deletions = 0
+        var forks = 0
+
+        var description: String {
+            "merges \(merges), membership changed \(membershipChangedGroups), concurrent add and remove \(concurrentAddAndRemove), "
+                + "refused non-participants \(refusedNonParticipants), read by watermark \(readByWatermark), deletions \(deletions), forks \(forks)"
+        }
+    }
+
+    static func check(seed: UInt64, nodeCount: Int = 3, operations: Int = operationsPerSchedule) -> String? {
+        var coverage = Coverage()
+        return check(seed: seed, nodeCount: nodeCount, operations: operations, coverage: &coverage)
     }
 
     /// Runs one schedule; nil when everything holds, else the first thing that does not.
-    static func check(seed: UInt64, nodeCount: Int = 3, operations: Int = operationsPerSchedule) -> String? {
+    static func check(seed: UInt64, nodeCount: Int = 3, operations: Int = operationsPerSchedule, coverage: inout Coverage) -> String? {
         var simulation = Simulation(seed: seed, nodeCount: nodeCount)
         simulation.run(operationCount: operations)
         if let problem = simulation.problems.first { return problem }
@@ -65,6 +97,27 @@ struct ConvergenceTests {
             return "accepted operation \(id) has a cause that is not accepted"
         }
 
+        // What the schedule reached.
+        let snapshots = replicas[0].conversations
+        if snapshots.contains(where: { !$0.mergedIDs.isEmpty }) { coverage.merges += 1 }
+        if snapshots.contains(where: { !$0.isDistinct && replicas[0].creations[$0.id]!.distinct }) { coverage.membershipChangedGroups += 1 }
+        if replicas[0].logs.values.contains(where: { !$0.forkedSlots.isEmpty }) { coverage.forks += 1 }
+        if replicas[0].logs.values.contains(where: { $0.rejected.values.contains { $0.reason == .notAParticipant } }) {
+            coverage.refusedNonParticipants += 1
+        }
+        if replicas[0].logs.values.contains(where: { !$0.deleted.isEmpty }) { coverage.deletions += 1 }
+        var graph = Oracle(accepted: reference.accepted.map { byID[$0]! }, localUser: Fixtures.users[0])
+        if Self.hasConcurrentAddAndRemove(reference.accepted.map { byID[$0]! }, graph: &graph) { coverage.concurrentAddAndRemove += 1 }
+        if snapshots.contains(where: { snapshot in
+            replicas[0].messages(in: snapshot.id).contains { message in
+                message.recipientStatus.contains { user, status in
+                    status == .read && !reference.accepted.contains { id in
+                        if case .read(let ids) = byID[id]!.operation.body { byID[id]!.operation.author == user && ids.contains(message.id) } else { false }
+                    }
+                }
+            }
+        }) { coverage.readByWatermark += 1 }
+
         // What the rules say, computed apart, for each node's own user.
         for (index, replica) in replicas.enumerated() {
             var oracle = Oracle(accepted: reference.accepted.map { byID[$0]! }, localUser: Fixtures.users[index])
@@ -86,6 +139,27 @@ struct ConvergenceTests {
             }
         }
         return nil
+    }
+
+    /// Whether an add and a removal of the same user in one conversation are concurrent.
+    static func hasConcurrentAddAndRemove(_ operations: [SignedOperation], graph: inout Oracle) -> Bool {
+        var adds: [String: [OperationID]] = [:]
+        var removes: [String: [OperationID]] = [:]
+        for op in operations {
+            switch op.operation.body {
+            case .addParticipants(let users): for user in users { adds["\(op.operation.conversation.hex)\(user.bytes)", default: []].append(op.id) }
+            case .removeParticipants(let users): for user in users { removes["\(op.operation.conversation.hex)\(user.bytes)", default: []].append(op.id) }
+            default: break
+            }
+        }
+        for (key, addIDs) in adds {
+            for add in addIDs {
+                for remove in removes[key] ?? [] where !graph.ancestors(of: add).contains(remove) && !graph.ancestors(of: remove).contains(add) {
+                    return true
+                }
+            }
+        }
+        return false
     }
 
     @Test("schedules with four nodes and more operations converge", arguments: [1_000_001, 1_000_002, 1_000_003, 1_000_004] as [UInt64])

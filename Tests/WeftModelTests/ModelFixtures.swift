@@ -91,3 +91,87 @@ struct ReplicaDigest: Equatable {
         return nil
     }
 }
+
+/// One user on one node, for hand-written scenarios: writes from its own replica's view, and
+/// receives what the test hands it.
+struct Peer {
+    var author: Author
+    var replica: Replica
+    /// The wall clock: each write moves it on by one millisecond unless the test sets it.
+    var wall: UInt64 = 10_000
+    private(set) var lastReport = Replica.Report()
+
+    init(_ index: Int) {
+        author = Fixtures.author(index)
+        replica = Replica(localUser: Fixtures.users[index])
+    }
+
+    var user: UserID { author.user }
+
+    @discardableResult
+    mutating func create(with others: [UserID], distinct: Bool = true, metadata: [String: String] = [:]) -> SignedOperation {
+        wall += 1
+        let op = author.createConversation(with: Set(others), distinct: distinct, metadata: metadata, in: replica, wallMilliseconds: wall)
+        lastReport = replica.apply(verified: [op])
+        return op
+    }
+
+    /// Writes `body` in the log of `conversation` and applies it here.
+    @discardableResult
+    mutating func write(_ body: OperationBody, in conversation: ConversationID) -> SignedOperation {
+        wall += 1
+        let op = author.write(body, in: conversation, replica: replica, wallMilliseconds: wall)
+        lastReport = replica.apply(verified: [op])
+        return op
+    }
+
+    @discardableResult
+    mutating func post(_ text: String, in conversation: ConversationID) -> SignedOperation {
+        write(Fixtures.text(text), in: conversation)
+    }
+
+    @discardableResult
+    mutating func receive(_ operations: [SignedOperation]) -> Replica.Report {
+        lastReport = replica.apply(verified: operations)
+        return lastReport
+    }
+
+    var accepted: Bool { lastReport.accepted.count == 1 && lastReport.rejected.isEmpty }
+    var refusal: OperationError.Reason? { lastReport.rejected.first?.1.reason }
+}
+
+extension SignedOperation {
+    var conversation: ConversationID { operation.conversation }
+}
+
+extension Replica {
+    /// Texts of the messages of `id`, in conversation order.
+    func texts(in id: ConversationID) -> [String] {
+        messages(in: id).map { String(decoding: $0.parts[0].data, as: UTF8.self) }
+    }
+}
+
+/// Signs an operation built field by field, for operations no honest author writes.
+func forge(
+    _ index: Int, in conversation: ConversationID, sequence: UInt64, timestamp: UInt64, causes: [OperationID],
+    _ body: OperationBody
+) -> SignedOperation {
+    SignedOperation(
+        signing: Operation(
+            author: Fixtures.users[index], conversation: conversation, sequence: sequence,
+            timestamp: HLCTimestamp(rawValue: timestamp), causes: causes, body: body),
+        with: Fixtures.identities[index])
+}
+
+/// A creation with a derived identifier, built field by field.
+func forgeCreation(
+    _ index: Int, participants: [UserID], distinct: Bool = true, generation: UInt32 = 1, timestamp: UInt64 = 1 << 32,
+    metadata: [String: String] = [:], sequence: UInt64 = 1, causes: [OperationID] = []
+) -> SignedOperation {
+    var op = Operation(
+        author: Fixtures.users[index], conversation: ConversationID(bytes: [UInt8](repeating: 0, count: 16))!,
+        sequence: sequence, timestamp: HLCTimestamp(rawValue: timestamp), causes: causes,
+        body: .createConversation(participants: participants.sorted(), distinct: distinct, generation: generation, metadata: metadata))
+    op.conversation = ConversationLog.derivedID(of: op)
+    return SignedOperation(signing: op, with: Fixtures.identities[index])
+}

@@ -9,10 +9,12 @@ import WeftCrypto
 ///
 /// Two tiers keep equivocation (SPEC.md §13.1) a function of the set too. An operation that
 /// passes every rule but equivocation is *well-formed*: that is judged once, from its causal
-/// past of well-formed operations, and never revised. A slot (author, sequence) holding two
-/// well-formed operations is *forked*; a well-formed operation is *accepted* unless its causal
-/// past (itself included) reaches a forked slot. Finding a fork only adds a forked slot, so the
-/// state is rebuilt from the well-formed operations without the ones the fork taints.
+/// past of well-formed operations, and never revised. Slots (author, sequence) holding two or
+/// more well-formed operations are taken in order of their earliest operation; one is *forked*
+/// if two of its operations are not already tainted by a slot forked before it. A well-formed
+/// operation is *accepted* unless its causal past (itself included) reaches a forked slot. So
+/// an honest author whose operation a fork tainted may use that sequence number again. When
+/// the forked slots change, the state is rebuilt from the untainted operations.
 struct ConversationLog: Sendable {
     struct Creation: Sendable {
         var operation: OperationID
@@ -67,11 +69,18 @@ struct ConversationLog: Sendable {
     private(set) var rejected: [OperationID: OperationError] = [:]
     /// Well-formed operations in an order that respects causality: replaying it rebuilds the state.
     private(set) var order: [SignedOperation] = []
-    /// The first well-formed operation seen in each (author, sequence) slot.
-    private var slots: [UserID: [UInt64: OperationID]] = [:]
+    /// The well-formed operations in each (author, sequence) slot.
+    private var slots: [UserID: [UInt64: [OperationID]]] = [:]
+    /// Slots holding more than one well-formed operation: the candidates for a fork.
+    private var sharedSlots: Set<Slot> = []
     /// For each author who forked, the lowest forked sequence number: every operation whose
     /// causal past reaches it is refused.
     private(set) var forkedSlots: [UserID: UInt64] = [:]
+
+    struct Slot: Hashable, Sendable {
+        var author: UserID
+        var sequence: UInt64
+    }
     /// Membership events of every well-formed operation: what "participant at its causal point"
     /// is judged on. Filtered by a clock, they give the accepted events of that past.
     private(set) var adds: [UserID: [MembershipEvent]] = [:]
@@ -130,8 +139,10 @@ struct ConversationLog: Sendable {
         /// Causes are missing: keep the operation until they arrive.
         case pending(missing: [OperationID])
         case rejected(OperationError)
-        /// The operation forked a slot: it is refused, and so are `revoked`, which were accepted.
-        case forked(revoked: [OperationID])
+        /// The operation shares a slot with another, and the forked slots changed: `accepted`
+        /// are accepted now and were not before (the operation itself, if it is accepted);
+        /// `revoked` were accepted and are refused now.
+        case reforked(accepted: [OperationID], revoked: [OperationID])
     }
 
     /// Checks and applies one operation whose signature was already verified.
@@ -141,6 +152,12 @@ struct ConversationLog: Sendable {
             return isTainted(record.clock) ? .rejected(taintError(record.clock)) : .duplicate
         }
         if let reason = rejected[signed.id] { return .rejected(reason) }
+        if let error = op.structuralError(encodedByteCount: signed.encoding.count) { return reject(signed, error) }
+        // A creation's causes could never arrive (they would have to follow it): refuse it now
+        // rather than hold it for ever.
+        if case .createConversation = op.body, !op.causes.isEmpty {
+            return reject(signed, OperationError(.impossibleSequence, "a creation must be its author's first operation, with no causes"))
+        }
 
         // Causes first: an operation is judged against its whole causal past.
         var missing: [OperationID] = []
@@ -169,20 +186,46 @@ struct ConversationLog: Sendable {
         order.append(signed)
         recordMembership(of: signed, clock: clock)
 
-        // Equivocation: the same author and sequence number for a different operation.
-        if let other = slots[op.author]?[op.sequence], other != signed.id {
-            guard op.sequence < forkedSlots[op.author] ?? .max else {
-                return .rejected(taintError(clock))
+        // Equivocation: the same author and sequence number for another operation.
+        slots[op.author, default: [:]][op.sequence, default: []].append(signed.id)
+        if slots[op.author]![op.sequence]!.count > 1 {
+            sharedSlots.insert(Slot(author: op.author, sequence: op.sequence))
+            let before = Set(acceptedIDs.filter { $0 != signed.id })
+            let forks = Self.forks(among: sharedSlots, slots: slots, records: records)
+            if forks != forkedSlots {
+                forkedSlots = forks
+                rebuildState()
+                let after = Set(acceptedIDs)
+                return .reforked(accepted: after.subtracting(before).sorted(), revoked: before.subtracting(after).sorted())
             }
-            let wasAccepted = Set(acceptedIDs)
-            forkedSlots[op.author] = op.sequence
-            rebuildState()
-            return .forked(revoked: wasAccepted.filter { !isAccepted($0) }.sorted())
         }
-        slots[op.author, default: [:]][op.sequence] = signed.id
         if isTainted(clock) { return .rejected(taintError(clock)) }
         effect(of: signed, clock: clock)
         return .accepted
+    }
+
+    /// The forked slots (lowest per author): shared slots in order of their earliest operation
+    /// (timestamp, then author, then sequence), each forked when two of its operations are not
+    /// tainted by a slot forked before it.
+    static func forks(
+        among shared: Set<Slot>, slots: [UserID: [UInt64: [OperationID]]], records: [OperationID: Record]
+    ) -> [UserID: UInt64] {
+        let ordered = shared.map { slot in
+            (slot, slots[slot.author]![slot.sequence]!.map { records[$0]!.timestamp }.min()!)
+        }.sorted { a, b in
+            if a.1 != b.1 { return a.1 < b.1 }
+            if a.0.author != b.0.author { return a.0.author < b.0.author }
+            return a.0.sequence < b.0.sequence
+        }
+        var forked: [UserID: UInt64] = [:]
+        for (slot, _) in ordered {
+            let untainted = slots[slot.author]![slot.sequence]!.filter { id in
+                let clock = records[id]!.clock
+                return !forked.contains { author, sequence in clock[author] >= sequence }
+            }
+            if untainted.count > 1 { forked[slot.author] = min(forked[slot.author] ?? .max, slot.sequence) }
+        }
+        return forked
     }
 
     private mutating func reject(_ signed: SignedOperation, _ error: OperationError) -> Outcome {

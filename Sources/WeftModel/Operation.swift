@@ -18,7 +18,7 @@ public struct MessagePart: Hashable, Sendable {
         guard halves.count == 2 else { return false }
         let tspecials = Set("()<>@,;:\\\"/[]?=")
         return halves.allSatisfy { half in
-            !half.isEmpty && half.allSatisfy { $0.isASCII && !$0.isWhitespace && !tspecials.contains($0) && $0.asciiValue! > 31 }
+            !half.isEmpty && half.allSatisfy { $0.isASCII && !$0.isWhitespace && !tspecials.contains($0) && $0.asciiValue! > 31 && $0.asciiValue! != 127 }
         }
     }
 }
@@ -118,7 +118,7 @@ public struct Operation: Hashable, Sendable {
             b.u32(generation)
             Self.writeUsers(participants, to: &b)
             b.count(metadata.count)
-            for key in metadata.keys.sorted() {
+            for key in Self.sortedByUTF8(metadata.keys) {
                 b.text(key)
                 b.text(metadata[key]!)
             }
@@ -126,7 +126,7 @@ public struct Operation: Hashable, Sendable {
             Self.writeUsers(users, to: &b)
         case .setMetadata(let entries):
             b.count(entries.count)
-            for key in entries.keys.sorted() {
+            for key in Self.sortedByUTF8(entries.keys) {
                 b.text(key)
                 if let value = entries[key]! {
                     b.u8(1)
@@ -198,6 +198,7 @@ public struct Operation: Hashable, Sendable {
                     throw .malformed("metadata keys are not sorted and unique")
                 }
                 lastKey = key
+                guard metadata[key] == nil else { throw Self.equivalentKeys(key) }
                 metadata[key] = try b.text()
             }
             body = .createConversation(participants: participants, distinct: distinctByte == 1, generation: generation, metadata: metadata)
@@ -214,6 +215,7 @@ public struct Operation: Hashable, Sendable {
                     throw .malformed("metadata keys are not sorted and unique")
                 }
                 lastKey = key
+                guard entries[key] == nil else { throw Self.equivalentKeys(key) }
                 switch try b.u8() {
                 case 0: entries[key] = .some(nil)
                 case 1: entries[key] = .some(try b.text())
@@ -251,7 +253,48 @@ public struct Operation: Hashable, Sendable {
         self.init(author: author, conversation: conversation, sequence: sequence, timestamp: timestamp, causes: causes, body: body)
     }
 
+    // MARK: - Structure
+
+    /// The rules of SPEC.md §12 that the decoder enforces and a value built in memory can still
+    /// break (an empty list, a bad MIME type, too many participants, too large an encoding).
+    /// A replica refuses such an operation as malformed, as every other node would refuse its
+    /// bytes: no node may accept an operation the others cannot read.
+    func structuralError(encodedByteCount: Int) -> OperationError? {
+        guard encodedByteCount <= Self.maxByteCount else {
+            return .malformed("the operation is \(encodedByteCount) bytes; the limit is \(Self.maxByteCount)")
+        }
+        switch body {
+        case .createConversation(let users, _, _, _), .addParticipants(let users), .removeParticipants(let users):
+            let count = Set(users).count
+            guard count > 0, count <= Self.maxItems else { return .malformed("a participant list holds \(count) users") }
+        case .setMetadata(let entries):
+            guard !entries.isEmpty else { return .malformed("setMetadata sets no keys") }
+        case .postMessage(let parts, _):
+            guard !parts.isEmpty else { return .malformed("a message has no parts") }
+            for part in parts where !MessagePart.isValidMIMEType(part.mimeType) {
+                return .malformed("MIME type \"\(part.mimeType)\" is not of the form type/subtype")
+            }
+        case .delivered(let ids), .read(let ids):
+            guard !ids.isEmpty else { return .malformed("a receipt names no messages") }
+        case .markAllRead, .deleteMessage:
+            break
+        }
+        return nil
+    }
+
     // MARK: - Helpers
+
+    /// Metadata keys in the order of their UTF-8 bytes (§12.3), which is not `String`'s order
+    /// for text that is not in normalization form C.
+    private static func sortedByUTF8(_ keys: some Sequence<String>) -> [String] {
+        keys.map { (key: $0, bytes: Array($0.utf8)) }
+            .sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+            .map(\.key)
+    }
+
+    private static func equivalentKeys(_ key: String) -> OperationError {
+        .malformed("two metadata keys are canonically equivalent text (\"\(key)\")")
+    }
 
     private static func writeUsers(_ users: [UserID], to w: inout BinaryWriter) {
         let sorted = Array(Set(users)).sorted()

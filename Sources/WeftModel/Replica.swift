@@ -55,8 +55,12 @@ public struct Replica: Sendable {
         let decided = Set(report.accepted).union(report.rejected.map(\.0))
         report.pending.removeAll { decided.contains($0) || pending[$0] == nil }
         if !report.revoked.isEmpty {
+            // Accepted, then revoked in the same batch (or the other way round): report the end.
             let revoked = Set(report.revoked)
-            report.accepted.removeAll { revoked.contains($0) }
+            let accepted = Set(report.accepted)
+            report.accepted.removeAll { revoked.contains($0) && !isAccepted($0) }
+            report.revoked.removeAll { accepted.contains($0) && isAccepted($0) }
+            report.rejected.removeAll { isAccepted($0.0) }
         }
         return report
     }
@@ -86,10 +90,14 @@ public struct Replica: Sendable {
             report.rejected.append((signed.id, error))
             // Everything waiting on a refused operation is refused in turn, when retried.
             release(waitingFor: signed.id, into: &retry)
-        case .forked(let revoked):
-            // The operation and everything after the forked slot are refused, including
-            // operations accepted before, whatever order they arrived in.
-            report.rejected.append((signed.id, ConversationLog.equivocationError(signed.operation.author, signed.operation.sequence)))
+        case .reforked(let accepted, let revoked):
+            // The forked slots changed: operations whose past reaches a forked slot are refused,
+            // including some accepted before, whatever order they arrived in; and an operation
+            // tainted only by a slot that is no longer counted as forked is accepted.
+            report.accepted += accepted
+            if !accepted.contains(signed.id) {
+                report.rejected.append((signed.id, ConversationLog.equivocationError(signed.operation.author, signed.operation.sequence)))
+            }
             for id in revoked {
                 report.rejected.append((id, ConversationLog.equivocationError(signed.operation.author, signed.operation.sequence)))
             }
@@ -186,6 +194,9 @@ public struct Replica: Sendable {
     public func isKnown(_ id: OperationID, in conversation: ConversationID) -> Bool {
         logs[conversation]?.isAccepted(id) == true
     }
+
+    /// Whether an operation is accepted, in whichever log.
+    private func isAccepted(_ id: OperationID) -> Bool { logs.values.contains { $0.isAccepted(id) } }
 
     /// Every operation accepted, in every log (for diagnostics and tests).
     var acceptedOperations: Set<OperationID> { logs.values.reduce(into: []) { $0.formUnion($1.acceptedIDs) } }

@@ -13,12 +13,32 @@ public struct MessagePart: Hashable, Sendable {
     /// Whether `mimeType` has the form `type/subtype`: two non-empty tokens of RFC 2045 token
     /// characters around one slash (parameters after `;` are allowed).
     public static func isValidMIMEType(_ mimeType: String) -> Bool {
-        let essence = mimeType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0]
-        let halves = essence.split(separator: "/", omittingEmptySubsequences: false)
-        guard halves.count == 2 else { return false }
-        let tspecials = Set("()<>@,;:\\\"/[]?=")
-        return halves.allSatisfy { half in
-            !half.isEmpty && half.allSatisfy { $0.isASCII && !$0.isWhitespace && !tspecials.contains($0) && $0.asciiValue! > 31 && $0.asciiValue! != 127 }
+        var slash: Int?
+        var length = 0
+        for byte in mimeType.utf8 {
+            if byte == UInt8(ascii: ";") { break }
+            if byte == UInt8(ascii: "/") {
+                guard slash == nil else { return false }
+                slash = length
+            } else if !isTokenByte(byte) {
+                return false
+            }
+            length += 1
+        }
+        guard let slash else { return false }
+        return slash > 0 && slash < length - 1
+    }
+
+    /// RFC 2045 token characters: printable ASCII but space and tspecials.
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        guard byte > 32, byte < 127 else { return false }
+        switch byte {
+        case UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "@"), UInt8(ascii: ","),
+            UInt8(ascii: ";"), UInt8(ascii: ":"), UInt8(ascii: "\\"), UInt8(ascii: "\""), UInt8(ascii: "/"), UInt8(ascii: "["),
+            UInt8(ascii: "]"), UInt8(ascii: "?"), UInt8(ascii: "="):
+            return false
+        default:
+            return true
         }
     }
 }

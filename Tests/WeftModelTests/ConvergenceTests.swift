@@ -108,33 +108,45 @@ struct ConvergenceTests {
         if replicas[0].logs.values.contains(where: { !$0.deleted.isEmpty }) { coverage.deletions += 1 }
         var graph = Oracle(accepted: reference.accepted.map { byID[$0]! }, localUser: Fixtures.users[0])
         if Self.hasConcurrentAddAndRemove(reference.accepted.map { byID[$0]! }, graph: &graph) { coverage.concurrentAddAndRemove += 1 }
+        struct Receipt: Hashable {
+            var user: UserID
+            var message: OperationID
+        }
+        var explicitReads: Set<Receipt> = []
+        for id in reference.accepted {
+            if case .read(let ids) = byID[id]!.operation.body {
+                for message in ids { explicitReads.insert(Receipt(user: byID[id]!.operation.author, message: message)) }
+            }
+        }
         if snapshots.contains(where: { snapshot in
             replicas[0].messages(in: snapshot.id).contains { message in
                 message.recipientStatus.contains { user, status in
-                    status == .read && !reference.accepted.contains { id in
-                        if case .read(let ids) = byID[id]!.operation.body { byID[id]!.operation.author == user && ids.contains(message.id) } else { false }
-                    }
+                    status == .read && !explicitReads.contains(Receipt(user: user, message: message.id))
                 }
             }
         }) { coverage.readByWatermark += 1 }
 
-        // What the rules say, computed apart, for each node's own user.
-        for (index, replica) in replicas.enumerated() {
-            var oracle = Oracle(accepted: reference.accepted.map { byID[$0]! }, localUser: Fixtures.users[index])
-            let expected = oracle.expected()
-            if expected.map(\.snapshot.id) != replica.conversationIDs {
-                return "node \(index): conversations \(replica.conversationIDs), expected \(expected.map(\.snapshot.id))"
+        // What the rules say, computed apart: everything for node 0, then each other node's unread counts.
+        var oracle = Oracle(accepted: reference.accepted.map { byID[$0]! }, localUser: Fixtures.users[0])
+        let expected = oracle.expected()
+        if expected.map(\.snapshot.id) != replicas[0].conversationIDs {
+            return "conversations \(replicas[0].conversationIDs), expected \(expected.map(\.snapshot.id))"
+        }
+        for group in expected {
+            guard let snapshot = replicas[0].conversation(group.snapshot.id) else { return "no conversation \(group.snapshot.id)" }
+            if snapshot != group.snapshot { return "conversation\n  \(snapshot)\nexpected\n  \(group.snapshot)" }
+            let messages = replicas[0].messages(in: group.snapshot.id)
+            if messages != group.messages {
+                for (a, b) in zip(messages, group.messages) where a != b { return "message\n  \(a)\nexpected\n  \(b)" }
+                return "messages \(messages.map(\.id)), expected \(group.messages.map(\.id))"
             }
-            for group in expected {
-                guard let snapshot = replica.conversation(group.snapshot.id) else { return "no conversation \(group.snapshot.id)" }
-                if snapshot != group.snapshot { return "node \(index): conversation\n  \(snapshot)\nexpected\n  \(group.snapshot)" }
-                let messages = replica.messages(in: group.snapshot.id)
-                if messages != group.messages {
-                    for (a, b) in zip(messages, group.messages) where a != b { return "node \(index): message\n  \(a)\nexpected\n  \(b)" }
-                    return "node \(index): messages \(messages.map(\.id)), expected \(group.messages.map(\.id))"
-                }
-                for merged in group.snapshot.mergedIDs where replica.conversation(merged)?.id != group.snapshot.id {
-                    return "looking up merged \(merged) does not give \(group.snapshot.id)"
+            for merged in group.snapshot.mergedIDs where replicas[0].conversation(merged)?.id != group.snapshot.id {
+                return "looking up merged \(merged) does not give \(group.snapshot.id)"
+            }
+            for (index, replica) in replicas.enumerated().dropFirst() {
+                let unread = oracle.unreadCount(of: group, for: Fixtures.users[index])
+                if replica.conversation(group.snapshot.id)?.unreadCount != unread {
+                    return "node \(index): unread count \(replica.conversation(group.snapshot.id)?.unreadCount ?? -1), expected \(unread)"
                 }
             }
         }
@@ -143,12 +155,16 @@ struct ConvergenceTests {
 
     /// Whether an add and a removal of the same user in one conversation are concurrent.
     static func hasConcurrentAddAndRemove(_ operations: [SignedOperation], graph: inout Oracle) -> Bool {
-        var adds: [String: [OperationID]] = [:]
-        var removes: [String: [OperationID]] = [:]
+        struct Key: Hashable {
+            var conversation: ConversationID
+            var user: UserID
+        }
+        var adds: [Key: [OperationID]] = [:]
+        var removes: [Key: [OperationID]] = [:]
         for op in operations {
             switch op.operation.body {
-            case .addParticipants(let users): for user in users { adds["\(op.operation.conversation.hex)\(user.bytes)", default: []].append(op.id) }
-            case .removeParticipants(let users): for user in users { removes["\(op.operation.conversation.hex)\(user.bytes)", default: []].append(op.id) }
+            case .addParticipants(let users): for user in users { adds[Key(conversation: op.conversation, user: user), default: []].append(op.id) }
+            case .removeParticipants(let users): for user in users { removes[Key(conversation: op.conversation, user: user), default: []].append(op.id) }
             default: break
             }
         }

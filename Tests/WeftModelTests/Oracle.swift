@@ -179,6 +179,11 @@ struct Oracle {
         return Expected(snapshot: snapshot, messages: messages)
     }
 
+    /// The unread count `user` would see for a group: messages of others not read by `user`.
+    mutating func unreadCount(of expected: Expected, for user: UserID) -> Int {
+        expected.messages.filter { $0.sender != user && status(of: $0.id, for: user) != .read }.count
+    }
+
     /// §13.6: read (an explicit receipt, or a mark-all-read with the message in its past) >
     /// delivered > sent.
     mutating func status(of message: OperationID, for user: UserID) -> RecipientStatus {

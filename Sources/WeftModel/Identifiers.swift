@@ -1,6 +1,6 @@
 import WeftCrypto
 
-/// A conversation's identifier: 16 random bytes chosen by its creator (SPEC.md §12).
+/// A conversation's identifier: 16 bytes derived from its creation (SPEC.md §12.2).
 public struct ConversationID: Hashable, Comparable, Sendable, CustomStringConvertible {
     public static let byteCount = 16
     public let bytes: [UInt8]

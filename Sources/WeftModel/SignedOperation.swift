@@ -1,6 +1,6 @@
 import WeftCrypto
 
-/// An operation with its identifier and its author's signature (SPEC.md §12.4).
+/// An operation with its identifier and its author's signature (SPEC.md §12.1).
 ///
 /// Wire form: `u32 length | canonical encoding | Ed25519 signature (64)`. The identifier is
 /// never sent: it is the BLAKE2b-256 of the encoding, so a receiver always recomputes it. The

@@ -345,6 +345,18 @@ struct EquivocationTests {
         #expect(Set(report.revoked) == [fork.x.id, fork.replyToX.id])
     }
 
+    @Test("a revocation reaches readers as a change set: the revoked messages are deleted")
+    func revocationChangeSet() throws {
+        let fork = Fork()
+        var replica = Replica(localUser: alice)
+        _ = replica.apply(verified: Array(fork.clean.prefix(2)) + [fork.x, fork.replyToX])
+        let (report, changes) = replica.applyReportingChanges(verified: [fork.y])
+        #expect(Set(report.revoked) == [fork.x.id, fork.replyToX.id])
+        #expect(Set(changes.messages.filter { $0.kind == .delete }.map(\.id)) == [fork.x.id, fork.replyToX.id])
+        #expect(changes.messages.allSatisfy { $0.kind == .delete })
+        #expect(changes.conversations.contains { $0.property == "messageCount" && $0.newValue == .int(1) })
+    }
+
     @Test("an operation waiting for a forking operation is decided when it arrives")
     func waiterOfForkDecided() {
         let fork = Fork()

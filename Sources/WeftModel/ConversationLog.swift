@@ -241,7 +241,7 @@ struct ConversationLog: Sendable {
             guard creation == nil else {
                 return OperationError(.conflictingCreation, "conversation \(id) is already created")
             }
-            guard op.conversation == ConversationLog.derivedID(of: op) else {
+            guard op.conversation == ConversationLog.derivedID(ofEncoding: signed.encoding) else {
                 return OperationError(.conflictingCreation, "the conversation identifier is not derived from its creation")
             }
             guard op.sequence == 1, op.causes.isEmpty else {
@@ -402,9 +402,18 @@ struct ConversationLog: Sendable {
     static let conversationDomain = Array("weft conversation v1".utf8)
 
     static func derivedID(of creation: Operation) -> ConversationID {
-        var blank = creation
-        blank.conversation = ConversationID(bytes: [UInt8](repeating: 0, count: ConversationID.byteCount))!
-        let digest = BLAKE2b.hash(conversationDomain + blank.encoded(), outputByteCount: 32)
+        derivedID(ofEncoding: creation.encoded())
+    }
+
+    /// The same from the creation's encoding: the conversation field is at a fixed offset.
+    static func derivedID(ofEncoding encoding: [UInt8]) -> ConversationID {
+        var blank = conversationDomain + encoding
+        let offset = conversationDomain.count + conversationFieldOffset
+        blank.replaceSubrange(offset..<(offset + ConversationID.byteCount), with: repeatElement(0, count: ConversationID.byteCount))
+        let digest = BLAKE2b.hash(blank, outputByteCount: 32)
         return ConversationID(bytes: Array(digest.prefix(ConversationID.byteCount)))!
     }
+
+    /// Where the conversation field starts in an encoding: after version, kind and author.
+    static let conversationFieldOffset = 1 + 1 + PublicIdentity.byteCount
 }

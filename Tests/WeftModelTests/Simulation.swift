@@ -180,10 +180,9 @@ struct Simulation {
             return
         }
         let conversation = conversations.randomElement(using: &rng)!
-        let snapshot = replica.conversation(conversation)!
         // Usually the canonical conversation; sometimes a conversation merged into it.
-        let logs = [snapshot.id] + snapshot.mergedIDs
-        var target = rng.chance(0.8) ? snapshot.id : logs.randomElement(using: &rng)!
+        let logs = replica.members(ofGroupContaining: conversation)
+        var target = rng.chance(0.8) ? logs[0] : logs.randomElement(using: &rng)!
         let body: OperationBody
         switch action {
         case .post:
@@ -191,7 +190,8 @@ struct Simulation {
         case .add:
             body = .addParticipants(Array(Set((0..<Int.random(in: 1...2, using: &rng)).map { _ in users.randomElement(using: &rng)! })))
         case .remove:
-            let candidates = rng.chance(0.8) && !snapshot.participants.isEmpty ? snapshot.participants : users
+            let participants = replica.conversation(conversation)!.participants
+            let candidates = rng.chance(0.8) && !participants.isEmpty ? participants : users
             body = .removeParticipants(Array(Set((0..<Int.random(in: 1...2, using: &rng)).map { _ in candidates.randomElement(using: &rng)! })))
         case .metadata:
             var entries: [String: String?] = [:]

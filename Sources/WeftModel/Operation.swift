@@ -74,6 +74,24 @@ public enum OperationBody: Hashable, Sendable {
     /// Deletes a message for everyone; only its sender may.
     case deleteMessage(OperationID)
 
+    /// The body with its lists as the encoding has them: sorted, without repeats. A body built
+    /// in memory then equals the one its bytes decode to, so its author's replica keys merge
+    /// groups and receipts exactly as its peers do.
+    var canonical: OperationBody {
+        func sorted<T: Comparable & Hashable>(_ items: [T]) -> [T] {
+            zip(items, items.dropFirst()).allSatisfy { $0 < $1 } ? items : Array(Set(items)).sorted()
+        }
+        switch self {
+        case .createConversation(let participants, let distinct, let generation, let metadata):
+            return .createConversation(participants: sorted(participants), distinct: distinct, generation: generation, metadata: metadata)
+        case .addParticipants(let users): return .addParticipants(sorted(users))
+        case .removeParticipants(let users): return .removeParticipants(sorted(users))
+        case .delivered(let messages): return .delivered(sorted(messages))
+        case .read(let messages): return .read(sorted(messages))
+        case .setMetadata, .postMessage, .markAllRead, .deleteMessage: return self
+        }
+    }
+
     /// Kind numbers on the wire.
     public var kind: UInt8 {
         switch self {
@@ -115,7 +133,7 @@ public struct Operation: Hashable, Sendable {
         self.sequence = sequence
         self.timestamp = timestamp
         self.causes = Array(Set(causes)).sorted()
-        self.body = body
+        self.body = body.canonical
     }
 
     // MARK: - Canonical encoding

@@ -18,6 +18,10 @@ public struct SignedOperation: Hashable, Sendable {
     /// Signs `operation`, which must be authored by `identity`.
     public init(signing operation: Operation, with identity: NodeIdentity) {
         precondition(operation.author == identity.publicKey, "an operation is signed by its author")
+        // Through the initializer again: fields set after it get their lists sorted too.
+        let operation = Operation(
+            author: operation.author, conversation: operation.conversation, sequence: operation.sequence,
+            timestamp: operation.timestamp, causes: operation.causes, body: operation.body)
         self.operation = operation
         self.encoding = operation.encoded()
         self.id = OperationID(hashing: encoding)

@@ -271,6 +271,33 @@ struct EncodingTests {
         #expect(throws: OperationError.self) { try Operation(decoding: big.encoded()) }
     }
 
+    @Test("lists written unsorted or with repeats are kept as encoded, so the writer's replica agrees with its peers")
+    func unsortedListsNormalised() throws {
+        let (low, high) = (min(alice, bob), max(alice, bob))
+        let body = OperationBody.createConversation(participants: [high, low, high], distinct: true, generation: 1, metadata: [:])
+        var creation = Operation(author: alice, conversation: someConversation, sequence: 1, timestamp: HLCTimestamp(rawValue: 1 << 20),
+            causes: [], body: body)
+        creation.conversation = ConversationLog.derivedID(of: creation)
+        guard case .createConversation(let participants, _, _, _) = creation.body else { return }
+        #expect(participants == [low, high])
+        let signed = SignedOperation(signing: creation, with: Fixtures.identities[0])
+        #expect(try Operation(decoding: signed.encoding) == creation)
+
+        // The writer's replica and a peer's put the creation in the same merge group as an Author's.
+        var mine = Replica(localUser: alice)
+        _ = mine.apply(verified: [signed])
+        var peer = Replica(localUser: bob)
+        _ = peer.apply(verified: [try SignedOperation(wireBytes: signed.wireBytes)])
+        #expect(mine.distinctConversation(for: [alice, bob]) == creation.conversation)
+        #expect(ReplicaDigest(mine) == ReplicaDigest(peer))
+
+        let receipt = Operation(author: bob, conversation: someConversation, sequence: 2, timestamp: HLCTimestamp(rawValue: 9),
+            causes: [cause2, cause1, cause2], body: .read([cause2, cause1, cause1]))
+        #expect(receipt.causes == [cause1, cause2])
+        #expect(receipt.body == .read([cause1, cause2]))
+        #expect(try Operation(decoding: receipt.encoded()) == receipt)
+    }
+
     @Test("an operation the local user writes that no peer could decode is refused locally too")
     func localOperationsCheckedAsPeersWould() throws {
         var a = Peer(0)

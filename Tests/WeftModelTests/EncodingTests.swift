@@ -324,3 +324,34 @@ struct EncodingTests {
         #expect(throws: OperationError.self) { try SignedOperation(wireBytes: tooMany.wireBytes) }
     }
 }
+
+@Suite("operation encoding: mutated bytes")
+struct MutatedEncodingTests {
+    @Test("bytes that decode re-encode to themselves: one operation, one encoding (5,000 mutations of each kind)", arguments: samples.map(\.0))
+    func mutationsAreCanonicalOrRefused(kind: String) {
+        let encoding = samples.first { $0.0 == kind }!.1.encoded()
+        var rng = SeededGenerator(seed: UInt64(kind.utf8.reduce(0) { $0 &* 31 &+ UInt64($1) }))
+        var decoded = 0
+        for round in 0..<5_000 {
+            var bytes = encoding
+            for _ in 0..<Int.random(in: 1...3, using: &rng) {
+                let index = Int.random(in: 0..<bytes.count, using: &rng)
+                switch Int.random(in: 0..<4, using: &rng) {
+                case 0: bytes[index] ^= UInt8(1) << UInt8.random(in: 0..<8, using: &rng)
+                case 1: bytes[index] = UInt8.random(in: 0...255, using: &rng)
+                case 2: bytes.insert(UInt8.random(in: 0...255, using: &rng), at: index)
+                default: bytes.remove(at: index)
+                }
+                if bytes.isEmpty { bytes = [1] }
+            }
+            guard let op = try? Operation(decoding: bytes) else { continue }
+            decoded += 1
+            if op.encoded() != bytes {
+                Issue.record("round \(round): \(bytes.hexString) decodes to \(op.body) but re-encodes otherwise")
+                return
+            }
+        }
+        // Some mutations must survive decoding, or the test shows nothing.
+        #expect(decoded > 20, "\(decoded) decoded")
+    }
+}

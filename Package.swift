@@ -82,7 +82,10 @@ let package = Package(
         .testTarget(name: "WeftCryptoTests", dependencies: ["WeftCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "WeftCompressionTests", dependencies: ["WeftCompression"]),
         .testTarget(name: "WeftModelTests", dependencies: ["WeftModel", "WeftCrypto"]),
-        .testTarget(name: "WeftStoreTests", dependencies: ["WeftStore", "WeftModel", "WeftCrypto"]),
+        .testTarget(
+            name: "WeftStoreTests",
+            dependencies: ["WeftStore", "WeftModel", "WeftCrypto", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         .testTarget(
             name: "WeftWireTests",
             dependencies: ["WeftWire", "WeftCrypto", .product(name: "NIOCore", package: "swift-nio")]

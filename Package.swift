@@ -78,6 +78,11 @@ let package = Package(
             ]
         ),
 
+        // MARK: - Test helpers
+
+        /// Writes batches to a store until killed: the store's crash test runs it (SIGKILL mid-write).
+        .executableTarget(name: "weft-store-writer", dependencies: ["WeftStore", "WeftModel", "WeftCrypto"]),
+
         // MARK: - Tests
         .testTarget(name: "WeftCryptoTests", dependencies: ["WeftCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "WeftCompressionTests", dependencies: ["WeftCompression"]),

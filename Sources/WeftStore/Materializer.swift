@@ -24,22 +24,13 @@ struct Materializer {
         for signed in batch { byID[signed.id] = signed }
         var order = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(appliedOrder), 0) FROM operation") ?? 0
 
-        let insert = try db.cachedStatement(sql: """
-            INSERT INTO operation (id, conversation, author, sequence, timestamp, kind, wire, appliedOrder, status, reason)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (id) DO UPDATE SET appliedOrder = excluded.appliedOrder, status = excluded.status, reason = excluded.reason
-            """)
         // Operations decided now that arrived in an earlier batch (pending until this one).
         let update = try db.cachedStatement(sql: "UPDATE operation SET appliedOrder = ?, status = ?, reason = ? WHERE id = ?")
 
         func record(_ id: OperationID, _ status: String, _ reason: String?) throws {
             order += 1
             if let signed = byID[id] {
-                let op = signed.operation
-                try insert.execute(arguments: [
-                    Data(id.bytes), Data(op.conversation.bytes), Data(op.author.bytes), Int64(bitPattern: op.sequence),
-                    op.timestamp.databaseValue, Int64(op.body.kind), Data(signed.wireBytes), order, status, reason,
-                ])
+                try insertOperation(signed, order: order, status: status, reason: reason)
             } else {
                 try update.execute(arguments: [order, status, reason, Data(id.bytes)])
             }
@@ -69,6 +60,19 @@ struct Materializer {
                 ])
             }
         }
+    }
+
+    /// Writes (or, if present, re-decides) one operation of the log.
+    func insertOperation(_ signed: SignedOperation, order: Int64, status: String, reason: String?) throws {
+        let op = signed.operation
+        try db.cachedStatement(sql: """
+            INSERT INTO operation (id, conversation, author, sequence, timestamp, kind, wire, appliedOrder, status, reason)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (id) DO UPDATE SET appliedOrder = excluded.appliedOrder, status = excluded.status, reason = excluded.reason
+            """).execute(arguments: [
+                Data(signed.id.bytes), Data(op.conversation.bytes), Data(op.author.bytes), Int64(bitPattern: op.sequence),
+                op.timestamp.databaseValue, Int64(op.body.kind), Data(signed.wireBytes), order, status, reason,
+            ])
     }
 
     // MARK: - Conversations and messages
@@ -126,7 +130,7 @@ struct Materializer {
 
     /// Writes a canonical conversation's row, and its participants, metadata and alias rows
     /// when they are new or changed (`properties` nil: all of them).
-    private func writeConversation(_ snapshot: ConversationSnapshot, properties: Set<String>?) throws {
+    func writeConversation(_ snapshot: ConversationSnapshot, properties: Set<String>?) throws {
         let id = Data(snapshot.id.bytes)
         try db.cachedStatement(sql: """
             INSERT INTO conversation (id, canonical, creator, createdAt, isDistinct, messageCount, unreadCount, lastMessageAt)
@@ -162,7 +166,8 @@ struct Materializer {
         }
     }
 
-    private func insertMessage(_ snapshot: MessageSnapshot) throws {
+    /// Inserts a message with its parts and statuses; `isUnread` nil asks the replica.
+    func insertMessage(_ snapshot: MessageSnapshot, isUnread: Bool? = nil) throws {
         let id = Data(snapshot.id.bytes)
         try db.cachedStatement(sql: """
             INSERT INTO message (id, conversation, postedTo, sender, sentAt, isUnread, notificationText, notificationSound)
@@ -170,7 +175,7 @@ struct Materializer {
             ON CONFLICT (id) DO UPDATE SET conversation = excluded.conversation, isUnread = excluded.isUnread
             """).execute(arguments: [
                 id, Data(snapshot.conversation.bytes), Data(snapshot.postedTo.bytes), Data(snapshot.sender.bytes),
-                snapshot.sentAt.databaseValue, replica.isUnread(snapshot.id, postedTo: snapshot.postedTo),
+                snapshot.sentAt.databaseValue, isUnread ?? replica.isUnread(snapshot.id, postedTo: snapshot.postedTo),
                 snapshot.options.notificationText, snapshot.options.notificationSound,
             ])
         let part = try db.cachedStatement(sql: """

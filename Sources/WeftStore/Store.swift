@@ -77,6 +77,10 @@ public final class Store: Sendable {
         get throws { try state.withLock { try Self.loaded(&$0, from: database, localUser: localUser) } }
     }
 
+    /// Drops the replica from memory: the next write rebuilds it from the log (after a bulk
+    /// write that went around it).
+    func forgetReplica() { state.withLock { $0 = nil } }
+
     /// The replica, rebuilt from the log if it is not in memory: every stored operation
     /// (accepted, pending and rejected) replayed in applied order. Rejected ones are refused
     /// again, pending ones wait again, so the result is the replica that wrote the log.
@@ -172,8 +176,9 @@ public final class Store: Sendable {
     }
 
     /// Whether each signature verifies, checked in parallel over the cores (Ed25519
-    /// verification is the expensive part of accepting an operation).
-    static func verifySignatures(_ operations: [SignedOperation], skipping known: [Bool]? = nil) -> [Bool] {
+    /// verification is the expensive part of accepting an operation). `skipping` marks
+    /// operations already known good, reported valid without a check.
+    public static func verifySignatures(_ operations: [SignedOperation], skipping known: [Bool]? = nil) -> [Bool] {
         let count = operations.count
         guard count > 0 else { return [] }
         let chunkSize = 32

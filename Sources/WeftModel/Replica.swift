@@ -51,14 +51,16 @@ public struct Replica: Sendable {
 
     private mutating func applyOne(_ signed: SignedOperation, report: inout Report, retry: inout [SignedOperation]) {
         let conversation = signed.operation.conversation
-        var log = logs[conversation] ?? ConversationLog(id: conversation)
-        let outcome = log.apply(signed)
+        // The log is changed in place: a copy taken out of `logs` would share its storage, and
+        // the first change would copy the whole log (every operation, every message), once per
+        // operation applied.
+        let existed = logs[conversation] != nil
+        let outcome = logs[conversation, default: ConversationLog(id: conversation)].apply(signed)
         switch outcome {
         case .accepted:
-            logs[conversation] = log
             report.accepted.append(signed.id)
             report.touched.insert(conversation)
-            if let creation = log.creation, creation.operation == signed.id, creation.distinct {
+            if let creation = logs[conversation]?.creation, creation.operation == signed.id, creation.distinct {
                 groups[GroupKey(participants: creation.participants, generation: creation.generation), default: []]
                     .insert(conversation)
             }
@@ -66,20 +68,20 @@ public struct Replica: Sendable {
         case .duplicate:
             report.duplicates.append(signed.id)
         case .pending(let missing):
+            if !existed { logs[conversation] = nil }  // as before: a pending operation creates no log
             if pending[signed.id] == nil {
                 pending[signed.id] = signed
                 for cause in missing { waitingOn[cause, default: []].insert(signed.id) }
                 report.pending.append(signed.id)
             }
         case .rejected(let error):
-            logs[conversation] = log
             report.rejected.append((signed.id, error))
             // Everything waiting on a refused operation is refused in turn, when retried.
             release(waitingFor: signed.id, into: &retry)
         case .fork:
             // Rebuild the log from all its operations: the forked slots are now refused, and
             // so is everything after them, whatever order they arrived in.
-            var rebuilt = log.rebuiltWithoutForks()
+            var rebuilt = logs[conversation]!.rebuiltWithoutForks()
             _ = rebuilt.apply(signed)
             logs[conversation] = rebuilt
             report.rejected.append(

@@ -165,7 +165,7 @@ public final class Store: Sendable {
         return try state.withLock { slot in
             var replica = try Self.loaded(&slot, from: database, localUser: localUser)
             slot = nil  // until the transaction commits: a failed write leaves it to be rebuilt
-            let (report, changes) = replica.applyReportingChanges(verified: verified)
+            let (report, changes) = replica.applyReportingChangesIncrementally(verified: verified)
             try database.write { db in
                 try Materializer(db: db, replica: replica, localUser: localUser)
                     .write(batch: verified, report: report, changes: changes)
@@ -231,7 +231,7 @@ public final class Store: Sendable {
             let batch = try build(replica)
             try checkLocal(batch, against: replica)
             slot = nil  // until the transaction commits
-            let (report, changes) = replica.applyReportingChanges(verified: batch.operations)
+            let (report, changes) = replica.applyReportingChangesIncrementally(verified: batch.operations)
             if let (id, error) = report.rejected.first {
                 throw StoreError(.localOperationRefused, "local operation \(id) was refused: \(error)")
             }

@@ -158,6 +158,7 @@ enum StoreFixtures {
         var now = wallMilliseconds - 10_000_000
         var batches: [[SignedOperation]] = []
         var conversations: [ConversationID] = []
+        var senders: [[Int]] = []  // per conversation: the authors in it (no membership changes here)
         for batchNumber in 0..<count {
             var batch: [SignedOperation] = []
             func add(_ op: SignedOperation) {
@@ -171,13 +172,15 @@ enum StoreFixtures {
                     let op = authors[creator].createConversation(with: with, distinct: false, in: replica, wallMilliseconds: now)
                     add(op)
                     conversations.append(op.operation.conversation)
+                    senders.append(authors.indices.filter { replica.isParticipant(authors[$0].user, of: op.operation.conversation) })
                 }
             }
             while batch.count < size {
                 now += 1
-                let conversation = conversations[batch.count % conversations.count]
-                let senders = authors.indices.filter { replica.isParticipant(authors[$0].user, of: conversation) }
-                let sender = senders[(batch.count / conversations.count) % senders.count]
+                let conversationIndex = batch.count % conversations.count
+                let conversation = conversations[conversationIndex]
+                let choices = senders[conversationIndex]
+                let sender = choices[(batch.count / conversations.count) % choices.count]
                 let text = "message \(batch.count) of batch \(batchNumber): a chat message of ordinary length."
                 add(authors[sender].write(
                     .postMessage(parts: [MessagePart(mimeType: "text/plain", data: Array(text.utf8))], options: .init()),

@@ -12,7 +12,14 @@ extension Replica {
     /// others, a fork) compares the group's complete views as before. Messages left out of
     /// both views are ones whose snapshots are equal before and after, so the change set is
     /// identical.
-    public mutating func applyReportingChangesIncrementally(verified operations: [SignedOperation]) -> (Report, ChangeSet) {
+    ///
+    /// - Parameter current: the snapshot of a canonical conversation as it stands before the
+    ///   batch, if the caller has it at hand (a store reads it from its tables), else nil.
+    ///   Computing one costs the size of the conversation; debug builds check what the caller
+    ///   gives against it.
+    public mutating func applyReportingChangesIncrementally(
+        verified operations: [SignedOperation], current: (ConversationID) -> ConversationSnapshot? = { _ in nil }
+    ) -> (Report, ChangeSet) {
         // What the batch can change, exactly as `applyReportingChanges` finds it.
         var relevant = Set(operations.map(\.operation.conversation))
         for op in operations {
@@ -24,13 +31,20 @@ extension Replica {
         // Shares storage with `self`: the logs the batch changes are copied once, on their first change.
         let before = self
         let beforeGroups = before.groupsByCanonical(relevant)
+        var old = View()
+        for canonical in beforeGroups.keys {
+            if let snapshot = current(canonical) {
+                assert(snapshot == before.conversation(canonical), "the caller's snapshot of \(canonical) is not the replica's")
+                old.conversations[canonical] = snapshot
+            } else {
+                old.conversations[canonical] = before.conversation(canonical)
+            }
+        }
         let report = apply(verified: operations)
         for id in report.touched { relevant.formUnion(members(ofGroupContaining: id)) }
         let afterGroups = groupsByCanonical(relevant)
 
-        var old = View()
         var new = View()
-        for (canonical, _) in beforeGroups { old.conversations[canonical] = before.conversation(canonical) }
         for (canonical, members) in afterGroups {
             if beforeGroups[canonical] == members, let was = old.conversations[canonical],
                 let changed = changedMessages(in: members, since: before),

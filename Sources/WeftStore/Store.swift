@@ -165,7 +165,7 @@ public final class Store: Sendable {
         return try state.withLock { slot in
             var replica = try Self.loaded(&slot, from: database, localUser: localUser)
             slot = nil  // until the transaction commits: a failed write leaves it to be rebuilt
-            let (report, changes) = replica.applyReportingChangesIncrementally(verified: verified)
+            let (report, changes) = replica.applyReportingChangesIncrementally(verified: verified, current: currentSnapshot)
             try database.write { db in
                 try Materializer(db: db, replica: replica, localUser: localUser)
                     .write(batch: verified, report: report, changes: changes)
@@ -173,6 +173,12 @@ public final class Store: Sendable {
             slot = replica
             return Applied(report: report, refused: refused, changes: changes)
         }
+    }
+
+    /// A canonical conversation as its row says, which is what the replica says between writes
+    /// (the change set starts from it instead of recomputing it from every message).
+    private func currentSnapshot(_ id: ConversationID) -> ConversationSnapshot? {
+        try? database.read { db in try Self.conversations(ids: [id], in: db).first }
     }
 
     /// Whether each signature verifies, checked in parallel over the cores (Ed25519
@@ -231,7 +237,7 @@ public final class Store: Sendable {
             let batch = try build(replica)
             try checkLocal(batch, against: replica)
             slot = nil  // until the transaction commits
-            let (report, changes) = replica.applyReportingChangesIncrementally(verified: batch.operations)
+            let (report, changes) = replica.applyReportingChangesIncrementally(verified: batch.operations, current: currentSnapshot)
             if let (id, error) = report.rejected.first {
                 throw StoreError(.localOperationRefused, "local operation \(id) was refused: \(error)")
             }

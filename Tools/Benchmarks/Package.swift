@@ -18,6 +18,8 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "WeftCrypto", package: "weft"),
                 .product(name: "WeftWire", package: "weft"),
+                .product(name: "WeftModel", package: "weft"),
+                .product(name: "WeftStore", package: "weft"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Benchmarks/WeftBenchmarks",

@@ -1,6 +1,6 @@
 import Benchmark
 
-/// Every benchmark of Weft's wire and crypto hot paths, registered by the benchmark plugin.
+/// Every benchmark of Weft's wire and crypto hot paths and the store, registered by the benchmark plugin.
 ///
 /// Figures are reported, never asserted: the goals and limits they are read against live in the
 /// report that accompanies a run, not here.
@@ -15,4 +15,5 @@ let benchmarks: @Sendable () -> Void = {
     registerHandshakeBenchmarks()
     registerTransportBenchmarks()
     registerAllocationBenchmarks()
+    registerStoreBenchmarks()
 }

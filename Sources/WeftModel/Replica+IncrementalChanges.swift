@@ -1,0 +1,217 @@
+extension Replica {
+    /// Applies a batch and reports what changed: the same result as
+    /// `applyReportingChanges(verified:)`, without building every message snapshot of every
+    /// group the batch touches twice.
+    ///
+    /// `applyReportingChanges` compares complete views (all messages of each touched group)
+    /// from before and after, which costs the size of the conversations for every batch: a
+    /// store applying batches to large conversations spends its time there. Here a group whose
+    /// batch only appends messages (after every message it had), adds receipts naming
+    /// messages, or sets metadata compares just those messages; any other change to a group
+    /// (a merge, a membership change, a watermark, a deletion, a message arriving before
+    /// others, a fork) compares the group's complete views as before. Messages left out of
+    /// both views are ones whose snapshots are equal before and after, so the change set is
+    /// identical.
+    ///
+    /// - Parameter current: the snapshot of a canonical conversation as it stands before the
+    ///   batch, if the caller has it at hand (a store reads it from its tables), else nil.
+    ///   Computing one costs the size of the conversation; debug builds check what the caller
+    ///   gives against it.
+    public mutating func applyReportingChangesIncrementally(
+        verified operations: [SignedOperation], current: (ConversationID) -> ConversationSnapshot? = { _ in nil }
+    ) -> (Report, ChangeSet) {
+        // What the batch can change, exactly as `applyReportingChanges` finds it.
+        var relevant = Set(operations.map(\.operation.conversation))
+        for op in operations {
+            if case .createConversation(let participants, true, let generation, _) = op.operation.body {
+                relevant.formUnion(groups[GroupKey(participants: participants, generation: generation)] ?? [])
+            }
+        }
+        for id in relevant { relevant.formUnion(members(ofGroupContaining: id)) }
+        // Shares storage with `self`: the logs the batch changes are copied once, on their first change.
+        let before = self
+        let beforeGroups = before.groupsByCanonical(relevant)
+        var old = View()
+        for canonical in beforeGroups.keys {
+            if let snapshot = current(canonical) {
+                assert(snapshot == before.conversation(canonical), "the caller's snapshot of \(canonical) is not the replica's")
+                old.conversations[canonical] = snapshot
+            } else {
+                old.conversations[canonical] = before.conversation(canonical)
+            }
+        }
+        let report = apply(verified: operations)
+        for id in report.touched { relevant.formUnion(members(ofGroupContaining: id)) }
+        let afterGroups = groupsByCanonical(relevant)
+
+        var new = View()
+        for (canonical, members) in afterGroups {
+            if beforeGroups[canonical] == members, let was = old.conversations[canonical],
+                let changed = changedMessages(in: members, since: before),
+                addChanges(changed, in: canonical, was: was, before: before, old: &old, new: &new)
+            {
+                continue
+            }
+            new.conversations[canonical] = conversation(canonical)
+            for message in messages(in: canonical) { new.messages[message.id] = message }
+            if old.conversations[canonical] != nil {
+                for message in before.messages(in: canonical) { old.messages[message.id] = message }
+            }
+        }
+        for canonical in beforeGroups.keys where afterGroups[canonical] == nil && old.conversations[canonical] != nil {
+            for message in before.messages(in: canonical) { old.messages[message.id] = message }
+        }
+        return (report, ChangeSet(from: old, to: new))
+    }
+
+    /// Adds to the views what a group's batch changed when that is only appended messages,
+    /// receipts and metadata (`changed`): the conversation as it is now, derived from `was`,
+    /// and the new and receipted messages on both sides. False, adding nothing, when a new
+    /// message does not come after every message the group had (others moved).
+    private func addChanges(
+        _ changed: ChangedMessages, in canonical: ConversationID, was: ConversationSnapshot, before: Replica,
+        old: inout View, new: inout View
+    ) -> Bool {
+        let appended = changed.appended.sorted {
+            MessageSnapshot.precedes(($0.1.timestamp, $0.1.sender, $0.1.id), ($1.1.timestamp, $1.1.sender, $1.1.id))
+        }
+        if let latest = was.lastMessageAt, let first = appended.first, first.1.timestamp <= latest { return false }
+
+        // The conversation: only counts, the latest message and metadata can have moved.
+        var now = was
+        now.messageCount += appended.count
+        if let last = appended.last { now.lastMessageAt = last.1.timestamp }
+        var metadata: [String: ConversationLog.MetadataValue] = [:]
+        for id in [canonical] + was.mergedIDs {
+            for (key, value) in logs[id]!.metadata {
+                if let current = metadata[key], !ConversationLog.lastWriterWins(value, over: current) { continue }
+                metadata[key] = value
+            }
+        }
+        now.metadata = metadata.compactMapValues(\.value)
+        if let user = localUser {
+            for (log, message) in appended where message.sender != user && !Self.hasRead(user, message, in: log) {
+                now.unreadCount += 1
+            }
+            for (logID, id) in changed.receipted {
+                guard let earlier = before.logs[logID]?.messages[id], earlier.sender != user else { continue }
+                if !Self.hasRead(user, earlier, in: before.logs[logID]!) && Self.hasRead(user, earlier, in: logs[logID]!) {
+                    now.unreadCount -= 1
+                }
+            }
+        }
+        new.conversations[canonical] = now
+
+        for (rank, (log, message)) in appended.enumerated() {
+            new.messages[message.id] = Self.snapshot(
+                of: message, in: log, conversation: canonical, participants: now.participants, position: was.messageCount + rank)
+        }
+        // Receipted messages kept their positions: count what comes before each.
+        let receipted = changed.receipted.compactMap { logID, id -> (ConversationLog, ConversationLog.Message)? in
+            guard let log = logs[logID], let message = log.messages[id], !log.deleted.contains(id) else { return nil }
+            return (log, message)
+        }
+        let positions = Self.positions(of: receipted.map(\.1), among: ([canonical] + was.mergedIDs).map { logs[$0]! })
+        for (log, message) in receipted {
+            let position = positions[message.id]!
+            new.messages[message.id] = Self.snapshot(
+                of: message, in: log, conversation: canonical, participants: now.participants, position: position)
+            old.messages[message.id] = Self.snapshot(
+                of: before.logs[log.id]!.messages[message.id]!, in: before.logs[log.id]!, conversation: canonical,
+                participants: was.participants, position: position)
+        }
+        return true
+    }
+
+    /// The positions of `messages` in the order of the live messages of `logs` (SPEC.md §13.5).
+    private static func positions(
+        of messages: [ConversationLog.Message], among logs: [ConversationLog]
+    ) -> [OperationID: Int] {
+        guard !messages.isEmpty else { return [:] }
+        typealias Key = (HLCTimestamp, UserID, OperationID)
+        var keys: [Key] = []
+        for log in logs {
+            for (id, message) in log.messages where !log.deleted.contains(id) { keys.append((message.timestamp, message.sender, id)) }
+        }
+        var positions: [OperationID: Int] = [:]
+        if messages.count <= 8 {
+            for message in messages {
+                let key = (message.timestamp, message.sender, message.id)
+                positions[message.id] = keys.reduce(0) { $0 + (MessageSnapshot.precedes($1, key) ? 1 : 0) }
+            }
+        } else {
+            keys.sort(by: MessageSnapshot.precedes)
+            let wanted = Set(messages.map(\.id))
+            for (position, key) in keys.enumerated() where wanted.contains(key.2) { positions[key.2] = position }
+        }
+        return positions
+    }
+
+    /// Canonical conversation -> its group's members, for the groups holding `ids` (as
+    /// `view(of:)` walks them: conversations without a creation are skipped).
+    private func groupsByCanonical(_ ids: Set<ConversationID>) -> [ConversationID: [ConversationID]] {
+        var result: [ConversationID: [ConversationID]] = [:]
+        for id in ids {
+            let members = members(ofGroupContaining: id)
+            guard let canonical = members.first, logs[canonical]?.creation != nil else { continue }
+            result[canonical] = members
+        }
+        return result
+    }
+
+    /// What the operations accepted since `before` did to a group's messages.
+    struct ChangedMessages {
+        /// Messages posted, with their logs.
+        var appended: [(ConversationLog, ConversationLog.Message)] = []
+        /// Messages receipts named (log, message), not among `appended`.
+        var receipted: [(ConversationID, OperationID)] = []
+    }
+
+    /// The messages the operations accepted since `before` can have changed in these logs:
+    /// the messages they posted and the messages their receipts name. Nil when they did
+    /// anything else that changes messages (membership, watermarks, deletions, creations,
+    /// a rebuilt log after a fork): the group then needs complete views.
+    private func changedMessages(in members: [ConversationID], since before: Replica) -> ChangedMessages? {
+        var changed = ChangedMessages()
+        var posted: Set<OperationID> = []
+        var named: [(ConversationID, OperationID)] = []
+        for id in members {
+            guard let earlier = before.logs[id], let log = logs[id] else { return nil }
+            // A fork rebuilds the log: what it had is then no longer a prefix of what it has.
+            guard log.order.count >= earlier.order.count,
+                earlier.order.isEmpty || log.order[earlier.order.count - 1].id == earlier.order.last!.id
+            else { return nil }
+            for signed in log.order[earlier.order.count...] {
+                switch signed.operation.body {
+                case .postMessage:
+                    guard let message = log.messages[signed.id] else { return nil }
+                    changed.appended.append((log, message))
+                    posted.insert(signed.id)
+                case .delivered(let ids), .read(let ids):
+                    named += ids.map { (id, $0) }
+                case .setMetadata:
+                    break
+                case .createConversation, .addParticipants, .removeParticipants, .markAllRead, .deleteMessage:
+                    return nil
+                }
+            }
+        }
+        var seen: Set<OperationID> = []
+        changed.receipted = named.filter { !posted.contains($0.1) && seen.insert($0.1).inserted }
+        return changed
+    }
+
+    /// A message's snapshot, exactly as `messages(in:)` builds it.
+    static func snapshot(
+        of message: ConversationLog.Message, in log: ConversationLog, conversation: ConversationID, participants: [UserID],
+        position: Int
+    ) -> MessageSnapshot {
+        var status: [UserID: RecipientStatus] = [:]
+        for user in participants where user != message.sender {
+            status[user] = Self.status(of: message, for: user, in: log)
+        }
+        return MessageSnapshot(
+            id: message.id, conversation: conversation, postedTo: log.id, sender: message.sender, sentAt: message.timestamp,
+            parts: message.parts, options: message.options, position: position, recipientStatus: status)
+    }
+}

@@ -81,11 +81,19 @@ let package = Package(
             ]
         ),
 
+        // MARK: - Test helpers
+
+        /// Writes batches to a store until killed: the store's crash test runs it (SIGKILL mid-write).
+        .executableTarget(name: "weft-store-writer", dependencies: ["WeftStore", "WeftModel", "WeftCrypto"]),
+
         // MARK: - Tests
         .testTarget(name: "WeftCryptoTests", dependencies: ["WeftCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "WeftCompressionTests", dependencies: ["WeftCompression"]),
         .testTarget(name: "WeftModelTests", dependencies: ["WeftModel", "WeftCrypto"]),
-        .testTarget(name: "WeftStoreTests", dependencies: ["WeftStore", "WeftModel", "WeftCrypto"]),
+        .testTarget(
+            name: "WeftStoreTests",
+            dependencies: ["WeftStore", "WeftModel", "WeftCrypto", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         .testTarget(name: "WeftTests", dependencies: ["Weft", "WeftStore", "WeftModel", "WeftCrypto"]),
         .testTarget(
             name: "WeftWireTests",

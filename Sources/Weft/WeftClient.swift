@@ -40,15 +40,14 @@ public actor WeftClient {
     ) throws(WeftError) -> Conversation {
         let others = participants.subtracting([localUser])
         guard !others.isEmpty else { throw .noParticipants }
-        let replica = store.replica
-        if options.distinct, let existing = replica.distinctConversation(for: others.union([localUser])) {
+        if options.distinct, let existing = store.replica.distinctConversation(for: others.union([localUser])) {
             return try conversation(existing)!
         }
-        let creation = author.createConversation(
-            with: others, distinct: options.distinct, metadata: options.metadata, in: replica,
-            wallMilliseconds: wallClock())
-        try commit([creation])
-        return try conversation(creation.operation.conversation)!
+        let now = wallClock()
+        let created = try commit { author, replica in
+            [author.createConversation(with: others, distinct: options.distinct, metadata: options.metadata, in: replica, wallMilliseconds: now)]
+        }
+        return try conversation(created[0].operation.conversation)!
     }
 
     public func addParticipants(_ users: Set<UserID>, to conversation: ConversationID) throws(WeftError) {
@@ -79,12 +78,11 @@ public actor WeftClient {
         for part in parts where !MessagePart.isValidMIMEType(part.mimeType) { throw .invalidMIMEType(part.mimeType) }
         let canonical = try participating(conversation)
         let now = wallClock()
-        let post = author.write(.postMessage(parts: parts, options: options), in: canonical, replica: store.replica, wallMilliseconds: now)
-        let entry = OutboxEntry(
-            message: post.id, conversation: canonical, createdAt: now,
-            expiresAt: now + UInt64(timeToLive.components.seconds) * 1000)
-        try commit([post], outbox: [entry])
-        return try message(post.id)!
+        let ttl = UInt64(timeToLive.components.seconds) * 1000
+        let posted = try commit(outbox: { OutboxEntry(posting: $0[0], createdAt: now, timeToLive: ttl) }) { author, replica in
+            [author.write(.postMessage(parts: parts, options: options), in: canonical, replica: replica, wallMilliseconds: now)]
+        }
+        return try message(posted[0].id)!
     }
 
     /// Marks one message read by the local user.
@@ -130,7 +128,7 @@ public actor WeftClient {
         for (log, messages) in deliveredByLog.sorted(by: { $0.key < $1.key }) {
             try write(.delivered(messages), inLog: log)
         }
-        return applied.refused.map { ($0.0, $0.1.description) }
+        return applied.refused.map { ($0.operation, $0.error.description) }
     }
 
     /// Records that the outbox handed a message to the mesh.
@@ -249,23 +247,19 @@ public actor WeftClient {
     }
 
     private func write(_ body: OperationBody, inLog log: ConversationID) throws(WeftError) {
-        let op = author.write(body, in: log, replica: store.replica, wallMilliseconds: wallClock())
-        try commit([op])
+        let now = wallClock()
+        try commit { author, replica in [author.write(body, in: log, replica: replica, wallMilliseconds: now)] }
     }
 
     /// Membership changes and watermarks go to every log of a merge group where the local user
     /// takes part, so they hold for the whole merged conversation (SPEC §13.3).
     private func writeToGroup(_ body: OperationBody, _ conversation: ConversationID) throws(WeftError) {
         let canonical = try participating(conversation)
-        let snapshot = try self.conversation(canonical)!
-        var operations: [SignedOperation] = []
-        var replica = store.replica
-        for log in [canonical] + snapshot.mergedIdentifiers {
-            let op = author.write(body, in: log, replica: replica, wallMilliseconds: wallClock())
-            _ = replica.apply(verified: [op])
-            operations.append(op)
+        let logs = [canonical] + (try self.conversation(canonical)!.mergedIdentifiers)
+        let now = wallClock()
+        try commit { author, replica in
+            logs.map { author.write(body, in: $0, replica: replica, wallMilliseconds: now) }
         }
-        try commit(operations)
     }
 
     /// The canonical conversation, if the local user is a participant of it.
@@ -281,14 +275,27 @@ public actor WeftClient {
         return found.postedTo
     }
 
-    private func commit(_ operations: [SignedOperation], outbox: [OutboxEntry] = []) throws(WeftError) {
+    /// Builds operations against the store's current replica and writes them (with outbox
+    /// entries for messages) in one transaction, then tells subscribers what changed.
+    @discardableResult
+    private func commit(
+        outbox: (([SignedOperation]) -> OutboxEntry)? = nil,
+        _ build: (inout Author, Replica) -> [SignedOperation]
+    ) throws(WeftError) -> [SignedOperation] {
+        var author = self.author
+        var built: [SignedOperation] = []
         let applied: Store.Applied
         do {
-            applied = try store.commitLocal(operations, outbox: outbox)
+            applied = try store.commitLocal { replica in
+                built = build(&author, replica)
+                return Store.LocalBatch(operations: built, outbox: outbox.map { [$0(built)] } ?? [])
+            }
         } catch {
             throw .storage("\(error)")
         }
+        self.author = author
         publish(applied.changes)
+        return built
     }
 
     private func unsentMessages() throws(WeftError) -> Set<OperationID> {

@@ -15,6 +15,7 @@ public struct ChangeSet: Sendable, Equatable {
         case users([UserID])
         case metadata([String: String])
         case statuses([UserID: RecipientStatus])
+        case timestamp(HLCTimestamp)
 
         public var description: String {
             switch self {
@@ -26,6 +27,7 @@ public struct ChangeSet: Sendable, Equatable {
             case .users(let users): "\(users.map(\.description))"
             case .metadata(let metadata): "\(metadata)"
             case .statuses(let statuses): "\(statuses.map { "\($0.key): \($0.value)" }.sorted())"
+            case .timestamp(let timestamp): "\(timestamp)"
             }
         }
     }
@@ -142,6 +144,7 @@ extension ChangeSet {
             ("mergedIDs", .conversations(a.mergedIDs), .conversations(b.mergedIDs)),
             ("messageCount", .int(a.messageCount), .int(b.messageCount)),
             ("unreadCount", .int(a.unreadCount), .int(b.unreadCount)),
+            ("lastMessageAt", a.lastMessageAt.map(Value.timestamp) ?? .none, b.lastMessageAt.map(Value.timestamp) ?? .none),
         ]
     }
 

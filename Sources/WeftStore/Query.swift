@@ -90,3 +90,10 @@ public struct Query<Property: Hashable & Sendable>: Hashable, Sendable {
 
 public typealias ConversationQuery = Query<ConversationProperty>
 public typealias MessageQuery = Query<MessageProperty>
+
+// Foundation has its own `Predicate` and `SortDescriptor`: these names need no module prefix
+// in files that import Foundation too.
+public typealias ConversationPredicate = Predicate<ConversationProperty>
+public typealias MessagePredicate = Predicate<MessageProperty>
+public typealias ConversationSort = SortDescriptor<ConversationProperty>
+public typealias MessageSort = SortDescriptor<MessageProperty>

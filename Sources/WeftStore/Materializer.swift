@@ -1,0 +1,257 @@
+import Foundation
+import GRDB
+import WeftModel
+
+/// Writes one batch inside a write transaction: the operation log rows for what the replica
+/// decided, then the rows of every conversation and message the change set names, from its
+/// snapshots. After it, the tables equal what `Replica.conversation(_:)` and
+/// `Replica.messages(in:)` say.
+struct Materializer {
+    let db: Database
+    let replica: Replica
+    let localUser: UserID
+
+    // MARK: - The operation log
+
+    func write(batch: [SignedOperation], report: Replica.Report, changes: ChangeSet) throws {
+        try writeLog(batch: batch, report: report)
+        try materialize(changes)
+    }
+
+    private func writeLog(batch: [SignedOperation], report: Replica.Report) throws {
+        var byID: [OperationID: SignedOperation] = [:]
+        byID.reserveCapacity(batch.count)
+        for signed in batch { byID[signed.id] = signed }
+        var order = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(appliedOrder), 0) FROM operation") ?? 0
+
+        // Operations decided now that arrived in an earlier batch (pending until this one).
+        let update = try db.cachedStatement(sql: "UPDATE operation SET appliedOrder = ?, status = ?, reason = ? WHERE id = ?")
+
+        func record(_ id: OperationID, _ status: String, _ reason: String?) throws {
+            order += 1
+            if let signed = byID[id] {
+                try insertOperation(signed, order: order, status: status, reason: reason)
+            } else {
+                try update.execute(arguments: [order, status, reason, Data(id.bytes)])
+            }
+        }
+        for id in report.accepted { try record(id, "accepted", nil) }
+        for (id, error) in report.rejected { try record(id, "rejected", error.detail) }
+        for id in report.pending { try record(id, "pending", nil) }
+
+        // An equivocation rebuilds its conversation's log without the forked slots: operations
+        // accepted before (in this batch or earlier ones) may be refused now.
+        let forked = try Set(report.rejected.filter { $0.1.reason == .equivocation }.compactMap { id, _ in
+            try byID[id]?.operation.conversation
+                ?? Data.fetchOne(db, sql: "SELECT conversation FROM operation WHERE id = ?", arguments: [Data(id.bytes)])
+                .flatMap { ConversationID(bytes: [UInt8]($0)) }
+        })
+        for conversation in forked {
+            let accepted = try Data.fetchAll(
+                db, sql: "SELECT id FROM operation WHERE conversation = ? AND status = 'accepted'",
+                arguments: [Data(conversation.bytes)])
+            for idData in accepted {
+                let id = OperationID(bytes: [UInt8](idData))!
+                guard !replica.isKnown(id, in: conversation) else { continue }
+                order += 1
+                try update.execute(arguments: [
+                    order, "rejected", "its author signed two operations for one sequence number (or it follows one that did)",
+                    idData,
+                ])
+            }
+        }
+    }
+
+    /// Writes (or, if present, re-decides) one operation of the log.
+    func insertOperation(_ signed: SignedOperation, order: Int64, status: String, reason: String?) throws {
+        let op = signed.operation
+        try db.cachedStatement(sql: """
+            INSERT INTO operation (id, conversation, author, sequence, timestamp, kind, wire, appliedOrder, status, reason)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (id) DO UPDATE SET appliedOrder = excluded.appliedOrder, status = excluded.status, reason = excluded.reason
+            """).execute(arguments: [
+                Data(signed.id.bytes), Data(op.conversation.bytes), Data(op.author.bytes), Int64(bitPattern: op.sequence),
+                op.timestamp.databaseValue, Int64(op.body.kind), Data(signed.wireBytes), order, status, reason,
+            ])
+    }
+
+    // MARK: - Conversations and messages
+
+    private func materialize(_ changes: ChangeSet) throws {
+        // Conversations created or updated, with the properties that changed.
+        var upserts: [ConversationID: (snapshot: ConversationSnapshot, properties: Set<String>, created: Bool)] = [:]
+        var deleted: [ConversationID] = []
+        for change in changes.conversations {
+            switch change.kind {
+            case .create:
+                upserts[change.id] = (change.snapshot!, [], true)
+            case .update:
+                upserts[change.id, default: (change.snapshot!, [], false)].properties.insert(change.property ?? "")
+            case .delete:
+                deleted.append(change.id)
+            }
+        }
+        for (_, entry) in upserts.sorted(by: { $0.key < $1.key }) {
+            try writeConversation(entry.snapshot, properties: entry.created ? nil : entry.properties)
+        }
+        for id in deleted {
+            // Merged into another conversation: its row became an alias when the canonical
+            // conversation was written; only a row still canonical goes.
+            try db.execute(sql: "DELETE FROM conversation WHERE id = ? AND canonical = id", arguments: [Data(id.bytes)])
+        }
+
+        var messageUpserts: [OperationID: (snapshot: MessageSnapshot, properties: Set<String>, created: Bool)] = [:]
+        for change in changes.messages {
+            switch change.kind {
+            case .create:
+                messageUpserts[change.id] = (change.snapshot!, [], true)
+            case .update:
+                messageUpserts[change.id, default: (change.snapshot!, [], false)].properties.insert(change.property ?? "")
+            case .delete:
+                try db.cachedStatement(sql: "DELETE FROM message WHERE id = ?").execute(arguments: [Data(change.id.bytes)])
+            }
+        }
+        for (_, entry) in messageUpserts {
+            if entry.created {
+                try insertMessage(entry.snapshot)
+            } else if entry.properties != ["position"] {  // positions are computed on read
+                try updateMessage(entry.snapshot, statuses: entry.properties.contains("recipientStatus"))
+            }
+        }
+
+        // The unread flag follows the local user's recipient status, which a snapshot lists
+        // only while the local user is a participant: for a conversation the local user left,
+        // recompute the flags from the replica when its unread count moves.
+        for (_, entry) in upserts
+        where !entry.snapshot.participants.contains(localUser) && (entry.created || entry.properties.contains("unreadCount")) {
+            try refreshUnreadFlags(in: entry.snapshot.id)
+        }
+    }
+
+    /// Writes a canonical conversation's row, and its participants, metadata and alias rows
+    /// when they are new or changed (`properties` nil: all of them).
+    func writeConversation(_ snapshot: ConversationSnapshot, properties: Set<String>?) throws {
+        let id = Data(snapshot.id.bytes)
+        try db.cachedStatement(sql: """
+            INSERT INTO conversation (id, canonical, creator, createdAt, isDistinct, messageCount, unreadCount, lastMessageAt)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (id) DO UPDATE SET canonical = excluded.canonical, creator = excluded.creator,
+                createdAt = excluded.createdAt, isDistinct = excluded.isDistinct, messageCount = excluded.messageCount,
+                unreadCount = excluded.unreadCount, lastMessageAt = excluded.lastMessageAt
+            """).execute(arguments: [
+                id, id, Data(snapshot.creator.bytes), snapshot.createdAt.databaseValue, snapshot.isDistinct,
+                snapshot.messageCount, snapshot.unreadCount, snapshot.lastMessageAt?.databaseValue,
+            ])
+        if properties?.contains("participants") ?? true {
+            try db.execute(sql: "DELETE FROM participant WHERE conversation = ?", arguments: [id])
+            let insert = try db.cachedStatement(sql: "INSERT INTO participant (conversation, user) VALUES (?, ?)")
+            for user in snapshot.participants { try insert.execute(arguments: [id, Data(user.bytes)]) }
+        }
+        if properties?.contains("metadata") ?? true {
+            try db.execute(sql: "DELETE FROM metadata WHERE conversation = ?", arguments: [id])
+            let insert = try db.cachedStatement(sql: "INSERT INTO metadata (conversation, key, value) VALUES (?, ?, ?)")
+            for (key, value) in snapshot.metadata { try insert.execute(arguments: [id, key, value]) }
+        }
+        if properties?.contains("mergedIDs") ?? true {
+            for merged in snapshot.mergedIDs {
+                let alias = Data(merged.bytes)
+                try db.execute(sql: """
+                    INSERT INTO conversation (id, canonical) VALUES (?, ?)
+                    ON CONFLICT (id) DO UPDATE SET canonical = excluded.canonical, creator = NULL, createdAt = NULL,
+                        isDistinct = NULL, messageCount = NULL, unreadCount = NULL, lastMessageAt = NULL
+                    """, arguments: [alias, id])
+                try db.execute(sql: "DELETE FROM participant WHERE conversation = ?", arguments: [alias])
+                try db.execute(sql: "DELETE FROM metadata WHERE conversation = ?", arguments: [alias])
+            }
+        }
+    }
+
+    /// Inserts a message with its parts and statuses; `isUnread` nil asks the replica.
+    func insertMessage(_ snapshot: MessageSnapshot, isUnread: Bool? = nil) throws {
+        let id = Data(snapshot.id.bytes)
+        try db.cachedStatement(sql: """
+            INSERT INTO message (id, conversation, postedTo, sender, sentAt, isUnread, notificationText, notificationSound)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (id) DO UPDATE SET conversation = excluded.conversation, isUnread = excluded.isUnread
+            """).execute(arguments: [
+                id, Data(snapshot.conversation.bytes), Data(snapshot.postedTo.bytes), Data(snapshot.sender.bytes),
+                snapshot.sentAt.databaseValue, isUnread ?? replica.isUnread(snapshot.id, postedTo: snapshot.postedTo),
+                snapshot.options.notificationText, snapshot.options.notificationSound,
+            ])
+        let part = try db.cachedStatement(sql: """
+            INSERT OR REPLACE INTO part (message, "index", mimeType, data) VALUES (?, ?, ?, ?)
+            """)
+        for (index, messagePart) in snapshot.parts.enumerated() {
+            try part.execute(arguments: [id, index, messagePart.mimeType, Data(messagePart.data)])
+        }
+        try writeStatuses(of: snapshot, replacing: false)
+    }
+
+    private func updateMessage(_ snapshot: MessageSnapshot, statuses: Bool) throws {
+        try db.cachedStatement(sql: "UPDATE message SET conversation = ?, isUnread = ? WHERE id = ?").execute(arguments: [
+            Data(snapshot.conversation.bytes), replica.isUnread(snapshot.id, postedTo: snapshot.postedTo),
+            Data(snapshot.id.bytes),
+        ])
+        if statuses { try writeStatuses(of: snapshot, replacing: true) }
+    }
+
+    private func writeStatuses(of snapshot: MessageSnapshot, replacing: Bool) throws {
+        let id = Data(snapshot.id.bytes)
+        if replacing {
+            try db.cachedStatement(sql: "DELETE FROM receipt WHERE message = ?").execute(arguments: [id])
+        }
+        let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO receipt (message, recipient, status) VALUES (?, ?, ?)")
+        for (user, status) in snapshot.recipientStatus {
+            try insert.execute(arguments: [id, Data(user.bytes), status.rawValue])
+        }
+    }
+
+    private func refreshUnreadFlags(in conversation: ConversationID) throws {
+        let rows = try Row.fetchAll(
+            db, sql: "SELECT id, postedTo, isUnread FROM message WHERE conversation = ?",
+            arguments: [Data(conversation.bytes)])
+        let update = try db.cachedStatement(sql: "UPDATE message SET isUnread = ? WHERE id = ?")
+        for row in rows {
+            let id = OperationID(bytes: [UInt8](row[0] as Data))!
+            let postedTo = ConversationID(bytes: [UInt8](row[1] as Data))!
+            let unread = replica.isUnread(id, postedTo: postedTo)
+            if unread != (row[2] as Bool) { try update.execute(arguments: [unread, row[0] as Data]) }
+        }
+    }
+
+    // MARK: - Outbox
+
+    func insert(outbox entries: [OutboxEntry]) throws {
+        let insert = try db.cachedStatement(sql: """
+            INSERT OR IGNORE INTO outbox (message, conversation, createdAt, expiresAt, attempts, state, reason)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """)
+        for entry in entries {
+            try insert.execute(arguments: [
+                Data(entry.message.bytes), Data(entry.conversation.bytes), Int64(clamping: entry.createdAt),
+                Int64(clamping: entry.expiresAt), entry.attempts, entry.state.column, entry.state.reason,
+            ])
+        }
+    }
+}
+
+extension HLCTimestamp {
+    /// The raw value's bit pattern as an INTEGER (see `Schema`).
+    var databaseValue: Int64 { Int64(bitPattern: rawValue) }
+
+    init(databaseValue: Int64) { self.init(rawValue: UInt64(bitPattern: databaseValue)) }
+}
+
+extension OutboxEntry.State {
+    var column: String {
+        switch self {
+        case .waiting: "waiting"
+        case .sent: "sent"
+        case .failed: "failed"
+        }
+    }
+
+    var reason: String? {
+        if case .failed(let reason) = self { reason } else { nil }
+    }
+}

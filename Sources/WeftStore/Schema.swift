@@ -1,0 +1,125 @@
+import GRDB
+
+/// The SQLite schema, as named migrations. A migration that shipped is never edited: a change
+/// is a new migration after it.
+///
+/// Identifiers and keys are BLOBs (SQLite compares BLOBs with memcmp, which is the byte order
+/// the model sorts by). HLC timestamps are INTEGERs holding the raw 64-bit value's bit pattern:
+/// they order correctly below 2^63, which holds for every timestamp the store accepts (a peer's
+/// operation more than the tolerance ahead of the wall clock is refused on receipt).
+enum Schema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+
+        migrator.registerMigration("v1") { db in
+            // The store's own facts: the local user the unread flags are computed for.
+            try db.execute(sql: """
+                CREATE TABLE setting (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    value BLOB NOT NULL
+                ) WITHOUT ROWID;
+                """)
+
+            // Every operation the replica was given: accepted, pending (causes missing) and
+            // rejected by the merge rules (with the reason). Operations refused on receipt (bad
+            // signature, timestamp from the future) are not stored. `appliedOrder` grows with
+            // every decision, so replaying the log by it rebuilds the replica, and the accepted
+            // operations of a conversation in that order respect causality.
+            try db.execute(sql: """
+                CREATE TABLE operation (
+                    id BLOB PRIMARY KEY NOT NULL,
+                    conversation BLOB NOT NULL,
+                    author BLOB NOT NULL,
+                    sequence INTEGER NOT NULL,
+                    timestamp INTEGER NOT NULL,
+                    kind INTEGER NOT NULL,
+                    wire BLOB NOT NULL,
+                    appliedOrder INTEGER NOT NULL UNIQUE,
+                    status TEXT NOT NULL CHECK (status IN ('accepted', 'pending', 'rejected')),
+                    reason TEXT
+                );
+                CREATE INDEX operation_on_conversation ON operation(conversation, status, appliedOrder);
+                """)
+
+            // Conversations as readers see them. A canonical conversation has `canonical = id`
+            // and every column filled; a conversation merged into another keeps a row whose
+            // `canonical` names the conversation it resolves to, and NULL elsewhere.
+            try db.execute(sql: """
+                CREATE TABLE conversation (
+                    id BLOB PRIMARY KEY NOT NULL,
+                    canonical BLOB NOT NULL,
+                    creator BLOB,
+                    createdAt INTEGER,
+                    isDistinct BOOLEAN,
+                    messageCount INTEGER,
+                    unreadCount INTEGER,
+                    lastMessageAt INTEGER
+                );
+                CREATE INDEX conversation_on_canonical ON conversation(canonical);
+
+                CREATE TABLE participant (
+                    conversation BLOB NOT NULL REFERENCES conversation(id) ON DELETE CASCADE,
+                    user BLOB NOT NULL,
+                    PRIMARY KEY (conversation, user)
+                ) WITHOUT ROWID;
+                CREATE INDEX participant_on_user ON participant(user);
+
+                CREATE TABLE metadata (
+                    conversation BLOB NOT NULL REFERENCES conversation(id) ON DELETE CASCADE,
+                    key TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    PRIMARY KEY (conversation, key)
+                ) WITHOUT ROWID;
+                """)
+
+            // Messages in their canonical conversation. No position column: a position would
+            // have to be rewritten for every later message on each insert before it; readers
+            // count over the order index instead (SPEC.md §13.5 order: sentAt, sender, id).
+            try db.execute(sql: """
+                CREATE TABLE message (
+                    id BLOB PRIMARY KEY NOT NULL,
+                    conversation BLOB NOT NULL REFERENCES conversation(id) DEFERRABLE INITIALLY DEFERRED,
+                    postedTo BLOB NOT NULL REFERENCES conversation(id) DEFERRABLE INITIALLY DEFERRED,
+                    sender BLOB NOT NULL,
+                    sentAt INTEGER NOT NULL,
+                    isUnread BOOLEAN NOT NULL,
+                    notificationText TEXT,
+                    notificationSound TEXT
+                );
+                CREATE INDEX message_on_conversation_order ON message(conversation, sentAt, sender, id);
+
+                CREATE TABLE part (
+                    message BLOB NOT NULL REFERENCES message(id) ON DELETE CASCADE,
+                    "index" INTEGER NOT NULL,
+                    mimeType TEXT NOT NULL,
+                    data BLOB NOT NULL,
+                    PRIMARY KEY (message, "index")
+                );
+
+                CREATE TABLE receipt (
+                    message BLOB NOT NULL REFERENCES message(id) ON DELETE CASCADE,
+                    recipient BLOB NOT NULL,
+                    status INTEGER NOT NULL,
+                    PRIMARY KEY (message, recipient)
+                ) WITHOUT ROWID;
+                """)
+
+            // Messages accepted for sending: they survive crashes until sent or failed.
+            try db.execute(sql: """
+                CREATE TABLE outbox (
+                    message BLOB PRIMARY KEY NOT NULL,
+                    conversation BLOB NOT NULL,
+                    createdAt INTEGER NOT NULL,
+                    expiresAt INTEGER NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    state TEXT NOT NULL CHECK (state IN ('waiting', 'sent', 'failed')),
+                    reason TEXT
+                );
+                CREATE INDEX outbox_on_state ON outbox(state, createdAt);
+                """)
+        }
+
+        // Future migrations go here, after "v1".
+        return migrator
+    }
+}

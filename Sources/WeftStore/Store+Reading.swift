@@ -1,0 +1,248 @@
+import Foundation
+import GRDB
+import WeftCrypto
+import WeftModel
+
+// Reads come from SQLite, never from the replica: a process that only queries never loads it.
+extension Store {
+    // MARK: - Conversations
+
+    /// The conversation `id` resolves to: itself, or the canonical conversation it was merged into.
+    public func conversation(_ id: ConversationID) throws -> ConversationSnapshot? {
+        try database.read { db in
+            guard let canonical = try Self.canonical(of: id, in: db) else { return nil }
+            return try Self.conversations(ids: [canonical], in: db).first
+        }
+    }
+
+    /// Canonical conversations matching `query`.
+    public func conversations(_ query: ConversationQuery) throws -> [ConversationSnapshot] {
+        try database.read { db in
+            let sql = try QueryTranslation.select(query, in: db)
+            let ids = try Data.fetchAll(db, sql: sql.text, arguments: sql.arguments).map { ConversationID(bytes: [UInt8]($0))! }
+            return try Self.conversations(ids: ids, in: db)
+        }
+    }
+
+    /// How many conversations `query` returns (its offset and limit applied).
+    public func count(_ query: ConversationQuery) throws -> Int {
+        try database.read { db in
+            let sql = try QueryTranslation.count(query, in: db)
+            let total = try Int.fetchOne(db, sql: sql.text, arguments: sql.arguments) ?? 0
+            return QueryTranslation.window(total, query.offset, query.limit)
+        }
+    }
+
+    /// The canonical identifier `id` resolves to, nil if the store has no such conversation.
+    static func canonical(of id: ConversationID, in db: Database) throws -> ConversationID? {
+        try Data.fetchOne(db, sql: "SELECT canonical FROM conversation WHERE id = ?", arguments: [Data(id.bytes)])
+            .map { ConversationID(bytes: [UInt8]($0))! }
+    }
+
+    /// Snapshots of canonical conversations, in the order given.
+    static func conversations(ids: [ConversationID], in db: Database) throws -> [ConversationSnapshot] {
+        guard !ids.isEmpty else { return [] }
+        var participants: [ConversationID: [UserID]] = [:]
+        var metadata: [ConversationID: [String: String]] = [:]
+        var merged: [ConversationID: [ConversationID]] = [:]
+        var rows: [ConversationID: Row] = [:]
+        for chunk in ids.chunked(500) {
+            let list = chunk.map { Data($0.bytes) }
+            let marks = Array(repeating: "?", count: list.count).joined(separator: ",")
+            for row in try Row.fetchAll(db, sql: """
+                SELECT id, creator, createdAt, isDistinct, messageCount, unreadCount, lastMessageAt
+                FROM conversation WHERE id IN (\(marks)) AND canonical = id
+                """, arguments: StatementArguments(list))
+            {
+                rows[ConversationID(bytes: [UInt8](row[0] as Data))!] = row
+            }
+            for row in try Row.fetchAll(
+                db, sql: "SELECT conversation, user FROM participant WHERE conversation IN (\(marks)) ORDER BY conversation, user",
+                arguments: StatementArguments(list))
+            {
+                participants[ConversationID(bytes: [UInt8](row[0] as Data))!, default: []]
+                    .append(PublicIdentity(unvalidatedBytes: [UInt8](row[1] as Data)))
+            }
+            for row in try Row.fetchAll(
+                db, sql: "SELECT conversation, key, value FROM metadata WHERE conversation IN (\(marks))",
+                arguments: StatementArguments(list))
+            {
+                metadata[ConversationID(bytes: [UInt8](row[0] as Data))!, default: [:]][row[1]] = row[2] as String
+            }
+            for row in try Row.fetchAll(
+                db, sql: "SELECT canonical, id FROM conversation WHERE canonical IN (\(marks)) AND canonical != id ORDER BY id",
+                arguments: StatementArguments(list))
+            {
+                merged[ConversationID(bytes: [UInt8](row[0] as Data))!, default: []].append(ConversationID(bytes: [UInt8](row[1] as Data))!)
+            }
+        }
+        return ids.compactMap { id in
+            guard let row = rows[id] else { return nil }
+            return ConversationSnapshot(
+                id, mergedIDs: merged[id] ?? [], creator: PublicIdentity(unvalidatedBytes: [UInt8](row[1] as Data)),
+                createdAt: HLCTimestamp(databaseValue: row[2]), participants: participants[id] ?? [],
+                isDistinct: row[3], metadata: metadata[id] ?? [:], messageCount: row[4], unreadCount: row[5],
+                lastMessageAt: (row[6] as Int64?).map(HLCTimestamp.init(databaseValue:)))
+        }
+    }
+
+    // MARK: - Messages
+
+    /// One message, by identifier, in its canonical conversation.
+    public func message(_ id: OperationID) throws -> MessageSnapshot? {
+        try database.read { db in
+            let rows = try Row.fetchAll(db, sql: "\(Self.messageColumns) WHERE m.id = ?", arguments: [Data(id.bytes)])
+            return try Self.messages(rows: rows, countingFromEnd: true, in: db).first
+        }
+    }
+
+    /// Messages matching `query`. Positions are computed, not stored: they equal the
+    /// replica's (the index of each message in its conversation's order, SPEC.md §13.5).
+    public func messages(_ query: MessageQuery) throws -> [MessageSnapshot] {
+        try database.read { db in
+            let sql = try QueryTranslation.select(query, columns: Self.messageColumns, in: db)
+            let rows = try Row.fetchAll(db, sql: sql.text, arguments: sql.arguments)
+            // Latest-first queries find their positions faster counting from the end.
+            let fromEnd = query.sort.first.map { !$0.ascending && ($0.property == .sentAt || $0.property == .position) } ?? false
+            return try Self.messages(rows: rows, countingFromEnd: fromEnd, in: db)
+        }
+    }
+
+    /// How many messages `query` returns (its offset and limit applied).
+    public func count(_ query: MessageQuery) throws -> Int {
+        try database.read { db in
+            let sql = try QueryTranslation.count(query, in: db)
+            let total = try Int.fetchOne(db, sql: sql.text, arguments: sql.arguments) ?? 0
+            return QueryTranslation.window(total, query.offset, query.limit)
+        }
+    }
+
+    static let messageColumns = """
+        SELECT m.id, m.conversation, m.postedTo, m.sender, m.sentAt, m.notificationText, m.notificationSound FROM message m
+        """
+
+    /// Snapshots for message rows (in `messageColumns` order), with their parts, statuses and
+    /// positions, in the order of the rows.
+    static func messages(rows: [Row], countingFromEnd: Bool, in db: Database) throws -> [MessageSnapshot] {
+        guard !rows.isEmpty else { return [] }
+        struct Key {
+            var conversation: Data
+            var sentAt: Int64
+            var sender: Data
+            var id: Data
+        }
+        let keys = rows.map { Key(conversation: $0[1], sentAt: $0[4], sender: $0[3], id: $0[0]) }
+        var parts: [Data: [MessagePart]] = [:]
+        var statuses: [Data: [UserID: RecipientStatus]] = [:]
+        for chunk in keys.map(\.id).chunked(500) {
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            for row in try Row.fetchAll(
+                db, sql: "SELECT message, mimeType, data FROM part WHERE message IN (\(marks)) ORDER BY message, \"index\"",
+                arguments: StatementArguments(chunk))
+            {
+                parts[row[0], default: []].append(MessagePart(mimeType: row[1], data: [UInt8](row[2] as Data)))
+            }
+            for row in try Row.fetchAll(
+                db, sql: "SELECT message, recipient, status FROM receipt WHERE message IN (\(marks))",
+                arguments: StatementArguments(chunk))
+            {
+                statuses[row[0], default: [:]][PublicIdentity(unvalidatedBytes: [UInt8](row[1] as Data))] =
+                    RecipientStatus(rawValue: row[2]) ?? .invalid
+            }
+        }
+
+        // Positions: per conversation, the keys in order, each counted from the previous one
+        // over the order index, so the cost is the span the results cover from one end.
+        var positions: [Data: Int] = [:]
+        for (conversation, group) in Dictionary(grouping: keys, by: \.conversation) {
+            let sorted = group.sorted { a, b in
+                if a.sentAt != b.sentAt { return a.sentAt < b.sentAt }
+                if a.sender != b.sender { return a.sender.lexicographicallyPrecedes(b.sender) }
+                return a.id.lexicographicallyPrecedes(b.id)
+            }
+            let between = try db.cachedStatement(sql: """
+                SELECT COUNT(*) FROM message WHERE conversation = ?
+                    AND (sentAt, sender, id) > (?, ?, ?) AND (sentAt, sender, id) < (?, ?, ?)
+                """)
+            func count(after a: Key?, before b: Key?) throws -> Int {
+                switch (a, b) {
+                case (let a?, let b?):
+                    return try Int.fetchOne(between, arguments: [conversation, a.sentAt, a.sender, a.id, b.sentAt, b.sender, b.id])!
+                case (let a?, nil):
+                    return try Int.fetchOne(db, sql: """
+                        SELECT COUNT(*) FROM message WHERE conversation = ? AND (sentAt, sender, id) > (?, ?, ?)
+                        """, arguments: [conversation, a.sentAt, a.sender, a.id])!
+                case (nil, let b?):
+                    return try Int.fetchOne(db, sql: """
+                        SELECT COUNT(*) FROM message WHERE conversation = ? AND (sentAt, sender, id) < (?, ?, ?)
+                        """, arguments: [conversation, b.sentAt, b.sender, b.id])!
+                case (nil, nil):
+                    preconditionFailure("a position is counted from a message")
+                }
+            }
+            if countingFromEnd {
+                let total = try Int.fetchOne(db, sql: "SELECT messageCount FROM conversation WHERE id = ?", arguments: [conversation]) ?? 0
+                var position = total - 1 - (try count(after: sorted.last!, before: nil))
+                positions[sorted.last!.id] = position
+                for index in stride(from: sorted.count - 2, through: 0, by: -1) {
+                    position -= 1 + (try count(after: sorted[index], before: sorted[index + 1]))
+                    positions[sorted[index].id] = position
+                }
+            } else {
+                var position = try count(after: nil, before: sorted[0])
+                positions[sorted[0].id] = position
+                for index in sorted.indices.dropFirst() {
+                    position += 1 + (try count(after: sorted[index - 1], before: sorted[index]))
+                    positions[sorted[index].id] = position
+                }
+            }
+        }
+
+        return rows.enumerated().map { index, row in
+            let key = keys[index]
+            return MessageSnapshot(
+                OperationID(bytes: [UInt8](key.id))!, conversation: ConversationID(bytes: [UInt8](key.conversation))!,
+                postedTo: ConversationID(bytes: [UInt8](row[2] as Data))!,
+                sender: PublicIdentity(unvalidatedBytes: [UInt8](key.sender)), sentAt: HLCTimestamp(databaseValue: key.sentAt),
+                parts: parts[key.id] ?? [], options: MessageOptions(notificationText: row[5], notificationSound: row[6]),
+                position: positions[key.id]!, recipientStatus: statuses[key.id] ?? [:])
+        }
+    }
+
+    // MARK: - The operation log
+
+    /// The accepted operations of one conversation log (this identifier, not its merge group),
+    /// in the order they were applied, which respects causality: what a peer needs to sync it.
+    public func operations(in conversation: ConversationID) throws -> [SignedOperation] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT id, wire FROM operation WHERE conversation = ? AND status = 'accepted' ORDER BY appliedOrder
+                """, arguments: [Data(conversation.bytes)]).map { row in
+                let id: Data = row[0]
+                do {
+                    return try SignedOperation(wireBytes: [UInt8](row[1] as Data), claimedID: OperationID(bytes: [UInt8](id)))
+                } catch {
+                    throw StoreError(.damagedLog, "operation \(id.hexPrefix) in the log does not decode: \(error)")
+                }
+            }
+        }
+    }
+
+    /// How many operations the log holds with each status: accepted, pending, rejected.
+    public func operationCounts() throws -> (accepted: Int, pending: Int, rejected: Int) {
+        try database.read { db in
+            var counts: [String: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) FROM operation GROUP BY status") {
+                counts[row[0]] = row[1]
+            }
+            return (counts["accepted"] ?? 0, counts["pending"] ?? 0, counts["rejected"] ?? 0)
+        }
+    }
+}
+
+extension Array {
+    /// Consecutive slices of at most `size` elements (SQLite limits bound parameters).
+    func chunked(_ size: Int) -> [ArraySlice<Element>] {
+        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min(count, $0 + size)] }
+    }
+}

@@ -7,6 +7,11 @@ public struct LiveQueryUpdate<Result: Sendable & Equatable>: Sendable, Equatable
     public struct Move: Sendable, Equatable {
         public var from: Int
         public var to: Int
+
+        public init(from: Int, to: Int) {
+            self.from = from
+            self.to = to
+        }
     }
 
     public var results: [Result]

@@ -12,7 +12,7 @@ public actor WeftClient {
     /// How long the outbox keeps trying to send a message (the SDK's 12 hours).
     public static let defaultTimeToLive: Duration = .seconds(12 * 3600)
 
-    public let store: Store
+    nonisolated public let store: Store
     private var author: Author
     private let wallClock: @Sendable () -> UInt64
     private let timeToLive: Duration
@@ -40,7 +40,7 @@ public actor WeftClient {
     ) throws(WeftError) -> Conversation {
         let others = participants.subtracting([localUser])
         guard !others.isEmpty else { throw .noParticipants }
-        if options.distinct, let existing = store.replica.distinctConversation(for: others.union([localUser])) {
+        if options.distinct, let existing = try storeCall({ try store.replica }).distinctConversation(for: others.union([localUser])) {
             return try conversation(existing)!
         }
         let now = wallClock()
@@ -271,7 +271,7 @@ public actor WeftClient {
 
     /// The log a message was posted to (receipts and deletions must follow it there).
     private func postedTo(_ message: OperationID) throws(WeftError) -> ConversationID {
-        guard let found = store.replica.message(message) else { throw .unknownMessage(message.hex) }
+        guard let found = try storeCall({ try store.replica }).message(message) else { throw .unknownMessage(message.hex) }
         return found.postedTo
     }
 

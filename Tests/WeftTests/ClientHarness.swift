@@ -23,7 +23,7 @@ func makeClient(clock: TestClock = TestClock()) throws -> WeftClient {
 /// Replication by hand: everything `from` holds in `conversations` goes to `to`.
 func sync(_ from: WeftClient, to: WeftClient) async throws {
     var operations: [SignedOperation] = []
-    for conversation in try await from.store.replica.conversationIDs {
+    for conversation in try from.store.replica.conversationIDs {
         let snapshot = try #require(try await from.conversation(conversation))
         for log in [snapshot.id] + snapshot.mergedIdentifiers {
             operations += try from.store.operations(in: log)
@@ -34,19 +34,23 @@ func sync(_ from: WeftClient, to: WeftClient) async throws {
 
 /// Collects change batches from a client in the background.
 final class ChangeLog: Sendable {
-    private let batches = Mutex<[[ObjectChange]]>([])
+    private final class Batches: Sendable {
+        let value = Mutex<[[ObjectChange]]>([])
+    }
+
+    private let batches = Batches()
     private let task: Task<Void, Never>
 
     init(_ client: WeftClient) async {
         let stream = await client.changes()
         let batches = self.batches
-        task = Task { for await batch in stream { batches.withLock { $0.append(batch) } } }
+        task = Task { for await batch in stream { batches.value.withLock { $0.append(batch) } } }
     }
 
     deinit { task.cancel() }
 
-    var all: [ObjectChange] { batches.withLock { $0.flatMap { $0 } } }
-    func clear() { batches.withLock { $0.removeAll() } }
+    var all: [ObjectChange] { batches.value.withLock { $0.flatMap { $0 } } }
+    func clear() { batches.value.withLock { $0.removeAll() } }
 
     /// Waits briefly for the background task to drain the stream.
     func settle() async throws { try await Task.sleep(for: .milliseconds(50)) }

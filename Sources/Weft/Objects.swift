@@ -79,6 +79,9 @@ public struct Message: Hashable, Sendable {
     /// Unread by the local user (never true for their own messages).
     public let isUnread: Bool
 
+    /// The status for one user: `invalid` for the sender and for anyone not a participant.
+    public func status(for user: UserID) -> RecipientStatus { recipientStatus[user] ?? .invalid }
+
     init(_ snapshot: MessageSnapshot, localUser: UserID, unsent: Bool) {
         id = snapshot.id
         conversation = snapshot.conversation

@@ -137,4 +137,39 @@ struct ClientTests {
         #expect(try await bob.message(message.id) == nil)
         #expect(try await bob.conversation(conversation.id)?.totalMessageCount == 0)
     }
+
+    @Test("participants are added and removed; removed users stop being recipients; options travel with the message")
+    func membershipAndOptions() async throws {
+        let clock = TestClock()
+        let alice = try makeClient(clock: clock)
+        let bob = try makeClient(clock: clock)
+        let carol = NodeIdentity.generate().publicKey
+        let conversation = try await alice.createConversation(with: [await bob.localUser], options: .init(metadata: ["title": "plans"]))
+        try await alice.addParticipants([carol], to: conversation.id)
+        let withCarol = try #require(try await alice.conversation(conversation.id))
+        #expect(withCarol.participants == [await alice.localUser, await bob.localUser, carol])
+        #expect(!withCarol.isDistinct)
+        #expect(withCarol.metadata == ["title": "plans"])
+
+        try await alice.removeParticipants([carol], from: conversation.id)
+        #expect(try await alice.conversation(conversation.id)?.participants == [await alice.localUser, await bob.localUser])
+        let message = try await alice.send(
+            [.text("meet at 6")], options: MessageOptions(notificationText: "Alice: meet at 6", notificationSound: "chime"),
+            in: conversation.id)
+        #expect(message.status(for: carol) == .invalid)
+        #expect(message.status(for: await alice.localUser) == .invalid)
+        #expect(message.status(for: await bob.localUser) == .pending)
+
+        try await sync(alice, to: bob)
+        let received = try #require(try await bob.message(message.id))
+        #expect(received.options.notificationText == "Alice: meet at 6")
+        #expect(received.options.notificationSound == "chime")
+        try await bob.setMetadata(["title": "dinner", "place": "home"], in: conversation.id)
+        try await sync(bob, to: alice)
+        #expect(try await alice.conversation(conversation.id)?.metadata == ["title": "dinner", "place": "home"])
+
+        // Bob leaves; he can no longer write to it.
+        try await bob.removeParticipants([await bob.localUser], from: conversation.id)
+        await #expect(throws: WeftError.notAParticipant) { try await bob.send([.text("still here?")], in: conversation.id) }
+    }
 }

@@ -62,25 +62,46 @@ public enum BLAKE2b {
     }
 
     /// HMAC-BLAKE2b (RFC 2104 with a 128-byte block and 64-byte output).
+    ///
+    /// Runs in stack memory (the padded key, libsodium's 64-byte-aligned state, the inner hash),
+    /// all wiped before returning: the handshake computes about forty of these.
     public static func hmac(key: some ContiguousBytes, _ message: [UInt8]...) -> SecureBytes {
-        // Noise keys are at most HASHLEN bytes, so they never need hashing down first.
-        var paddedKey = [UInt8](repeating: 0, count: blockByteCount)
-        defer { paddedKey.withUnsafeMutableBytes(secureZero) }
-        key.withUnsafeBytes { k in
-            precondition(k.count <= blockByteCount, "HMAC key longer than the BLAKE2b block")
-            for i in 0..<k.count { paddedKey[i] = k[i] }
-        }
+        _ = Sodium.ready
+        let stateByteCount = crypto_generichash_blake2b_statebytes()
+        return withUnsafeTemporaryAllocation(byteCount: stateByteCount + 2 * blockByteCount, alignment: 64) { scratch in
+            defer { secureZero(scratch) }
+            let state = OpaquePointer(scratch.baseAddress!)
+            let pad = UnsafeMutableRawBufferPointer(rebasing: scratch[stateByteCount..<(stateByteCount + blockByteCount)])
+            let innerHash = UnsafeMutableRawBufferPointer(
+                rebasing: scratch[(stateByteCount + blockByteCount)..<(stateByteCount + blockByteCount + outputByteCount)])
+            let padBytes = pad.baseAddress!.assumingMemoryBound(to: UInt8.self)
 
-        var innerInput = paddedKey.map { $0 ^ 0x36 }
-        for part in message { innerInput += part }
-        var innerHash = hash(innerInput)
-        innerInput.withUnsafeMutableBytes(secureZero)
-        var outerInput = paddedKey.map { $0 ^ 0x5c } + innerHash
-        innerHash.withUnsafeMutableBytes(secureZero)
-        var result = hash(outerInput)
-        outerInput.withUnsafeMutableBytes(secureZero)
-        defer { result.withUnsafeMutableBytes(secureZero) }
-        return SecureBytes(copying: result)
+            // Noise keys are at most HASHLEN bytes, so they never need hashing down first.
+            func fillPad(_ mask: UInt8) {
+                pad.initializeMemory(as: UInt8.self, repeating: mask)
+                key.withUnsafeBytes { k in
+                    precondition(k.count <= blockByteCount, "HMAC key longer than the BLAKE2b block")
+                    for i in 0..<k.count { pad[i] = k[i] ^ mask }
+                }
+            }
+
+            fillPad(0x36)
+            crypto_generichash_blake2b_init(state, nil, 0, outputByteCount)
+            crypto_generichash_blake2b_update(state, padBytes, UInt64(blockByteCount))
+            for part in message {
+                _ = part.withUnsafeBufferPointer { crypto_generichash_blake2b_update(state, $0.baseAddress, UInt64($0.count)) }
+            }
+            crypto_generichash_blake2b_final(state, innerHash.baseAddress!.assumingMemoryBound(to: UInt8.self), outputByteCount)
+
+            fillPad(0x5c)
+            crypto_generichash_blake2b_init(state, nil, 0, outputByteCount)
+            crypto_generichash_blake2b_update(state, padBytes, UInt64(blockByteCount))
+            crypto_generichash_blake2b_update(
+                state, innerHash.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(outputByteCount))
+            return SecureBytes(count: outputByteCount) { out in
+                crypto_generichash_blake2b_final(state, out.baseAddress!.assumingMemoryBound(to: UInt8.self), outputByteCount)
+            }
+        }
     }
 
     /// Noise's HKDF(chaining_key, input_key_material, num_outputs) with num_outputs 2 or 3.

@@ -66,14 +66,29 @@ public struct PublicIdentity: Hashable, Sendable, CustomStringConvertible {
     public static let byteCount = 32
 
     public let bytes: [UInt8]
+    /// The key as four big-endian words: compared, ordered and hashed without the array.
+    private let words: (UInt64, UInt64, UInt64, UInt64)
 
-    init(validatedBytes: [UInt8]) { self.bytes = validatedBytes }
+    init(validatedBytes: [UInt8]) {
+        self.bytes = validatedBytes
+        words = Self.words(of: validatedBytes)
+    }
 
     /// Accepts 32 bytes that decode to a point usable for X25519 (checked by converting them).
     public init(bytes: [UInt8]) throws(WeftCryptoError) {
         guard bytes.count == Self.byteCount else { throw .invalidPublicKey }
         self.bytes = bytes
+        words = Self.words(of: bytes)
         _ = try agreementPublicKey()
+    }
+
+    private static func words(of bytes: [UInt8]) -> (UInt64, UInt64, UInt64, UInt64) {
+        bytes.withUnsafeBytes { raw in
+            (UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+             UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+             UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)),
+             UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)))
+        }
     }
 
     /// Takes 32 bytes on trust, without the point check `init(bytes:)` makes (about as costly
@@ -82,6 +97,15 @@ public struct PublicIdentity: Hashable, Sendable, CustomStringConvertible {
     public init(unvalidatedBytes bytes: [UInt8]) {
         precondition(bytes.count == Self.byteCount, "Ed25519 public keys are 32 bytes")
         self.bytes = bytes
+        words = Self.words(of: bytes)
+    }
+
+    /// Hashes the key as words: keys are dictionary keys everywhere in the model.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(words.0)
+        hasher.combine(words.1)
+        hasher.combine(words.2)
+        hasher.combine(words.3)
     }
 
     /// Verifies a detached Ed25519 signature.
@@ -109,6 +133,14 @@ public struct PublicIdentity: Hashable, Sendable, CustomStringConvertible {
 extension PublicIdentity: Comparable {
     /// Byte order of the keys: the order participant lists and merge rules use.
     public static func < (lhs: PublicIdentity, rhs: PublicIdentity) -> Bool {
-        lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
+        let (a, b) = (lhs.words, rhs.words)
+        if a.0 != b.0 { return a.0 < b.0 }
+        if a.1 != b.1 { return a.1 < b.1 }
+        if a.2 != b.2 { return a.2 < b.2 }
+        return a.3 < b.3
+    }
+
+    public static func == (lhs: PublicIdentity, rhs: PublicIdentity) -> Bool {
+        lhs.words.0 == rhs.words.0 && lhs.words.1 == rhs.words.1 && lhs.words.2 == rhs.words.2 && lhs.words.3 == rhs.words.3
     }
 }

@@ -6,6 +6,15 @@ import WeftCrypto
 /// Every rule here judges an operation only by the operation and its causal past, which every
 /// replica holding it also holds; so every replica accepts and rejects the same operations, and
 /// the state, built from commutative pieces, is the same whatever the order of arrival.
+///
+/// Two tiers keep equivocation (SPEC.md §13.1) a function of the set too. An operation that
+/// passes every rule but equivocation is *well-formed*: that is judged once, from its causal
+/// past of well-formed operations, and never revised. Slots (author, sequence) holding two or
+/// more well-formed operations are taken in order of their earliest operation; one is *forked*
+/// if two of its operations are not already tainted by a slot forked before it. A well-formed
+/// operation is *accepted* unless its causal past (itself included) reaches a forked slot. So
+/// an honest author whose operation a fork tainted may use that sequence number again. When
+/// the forked slots change, the state is rebuilt from the untainted operations.
 struct ConversationLog: Sendable {
     struct Creation: Sendable {
         var operation: OperationID
@@ -16,8 +25,8 @@ struct ConversationLog: Sendable {
         var generation: UInt32
     }
 
-    /// What an accepted operation leaves behind for later checks.
-    struct Accepted: Sendable {
+    /// What a well-formed operation leaves behind for later checks.
+    struct Record: Sendable {
         var author: UserID
         var sequence: UInt64
         var timestamp: HLCTimestamp
@@ -41,6 +50,8 @@ struct ConversationLog: Sendable {
     }
 
     struct MetadataValue: Sendable {
+        /// The key exactly as written (keys that are canonically equivalent are one key).
+        var key: String
         var value: String?
         var timestamp: HLCTimestamp
         var author: UserID
@@ -48,22 +59,43 @@ struct ConversationLog: Sendable {
     }
 
     let id: ConversationID
+
+    // MARK: Well-formed operations: judged once, never revised
+
     private(set) var creation: Creation?
-    private(set) var accepted: [OperationID: Accepted] = [:]
+    /// Every well-formed operation, accepted or tainted by a fork.
+    private(set) var records: [OperationID: Record] = [:]
+    /// Operations refused for a reason other than a fork.
     private(set) var rejected: [OperationID: OperationError] = [:]
-    /// Accepted operations in an order that respects causality: replaying it rebuilds the log.
+    /// Well-formed operations in an order that respects causality: replaying it rebuilds the state.
     private(set) var order: [SignedOperation] = []
-    private(set) var heads: Set<OperationID> = []
-    /// The join of every accepted operation's clock: the log's whole past.
-    private(set) var frontier = VersionVector()
-    /// (author, sequence) slots, to catch an author signing two operations for one slot.
-    private var slots: [UserID: [UInt64: OperationID]] = [:]
-    /// Slots an author used twice: every operation in them, and all that follow, are refused.
+    /// The well-formed operations in each (author, sequence) slot.
+    private var slots: [UserID: [UInt64: [OperationID]]] = [:]
+    /// Slots holding more than one well-formed operation: the candidates for a fork.
+    private var sharedSlots: Set<Slot> = []
+    /// For each author who forked, the lowest forked sequence number: every operation whose
+    /// causal past reaches it is refused.
     private(set) var forkedSlots: [UserID: UInt64] = [:]
 
+    struct Slot: Hashable, Sendable {
+        var author: UserID
+        var sequence: UInt64
+    }
+    /// Membership events of every well-formed operation: what "participant at its causal point"
+    /// is judged on. Filtered by a clock, they give the accepted events of that past.
     private(set) var adds: [UserID: [MembershipEvent]] = [:]
     private(set) var removes: [UserID: [MembershipEvent]] = [:]
+
+    // MARK: State: the effects of the accepted operations
+
+    private(set) var heads: Set<OperationID> = []
+    /// The join of every accepted operation's clock: the accepted log's whole past.
+    private(set) var frontier = VersionVector()
     private(set) var hadMembershipChange = false
+    /// Users an accepted creation, add or removal names, and those of them who are participants
+    /// now (at `frontier`). Only an operation naming a user can change whether they are.
+    private(set) var named: Set<UserID> = []
+    private(set) var participants: Set<UserID> = []
     private(set) var metadata: [String: MetadataValue] = [:]
     private(set) var messages: [OperationID: Message] = [:]
     private(set) var deleted: Set<OperationID> = []
@@ -73,6 +105,32 @@ struct ConversationLog: Sendable {
 
     init(id: ConversationID) { self.id = id }
 
+    // MARK: - Accepted and refused
+
+    /// Whether a past reaches a forked slot.
+    func isTainted(_ clock: VersionVector) -> Bool {
+        forkedSlots.contains { author, sequence in clock[author] >= sequence }
+    }
+
+    func isAccepted(_ id: OperationID) -> Bool {
+        guard let record = records[id] else { return false }
+        return !isTainted(record.clock)
+    }
+
+    var acceptedIDs: [OperationID] { records.compactMap { isTainted($0.value.clock) ? nil : $0.key } }
+
+    /// Refused operations: those that broke a rule, and those a fork taints.
+    var refusedIDs: [OperationID] { Array(rejected.keys) + records.compactMap { isTainted($0.value.clock) ? $0.key : nil } }
+
+    static func equivocationError(_ author: UserID, _ sequence: UInt64) -> OperationError {
+        OperationError(.equivocation, "it follows sequence number \(sequence) of \(author), who signed two operations for it")
+    }
+
+    private func taintError(_ clock: VersionVector) -> OperationError {
+        let (author, sequence) = forkedSlots.first { clock[$0.key] >= $0.value }!
+        return Self.equivocationError(author, sequence)
+    }
+
     // MARK: - Applying
 
     enum Outcome: Sendable {
@@ -81,15 +139,25 @@ struct ConversationLog: Sendable {
         /// Causes are missing: keep the operation until they arrive.
         case pending(missing: [OperationID])
         case rejected(OperationError)
-        /// The author forked a slot: the log must be rebuilt without that slot.
-        case fork
+        /// The operation shares a slot with another, and the forked slots changed: `accepted`
+        /// are accepted now and were not before (the operation itself, if it is accepted);
+        /// `revoked` were accepted and are refused now.
+        case reforked(accepted: [OperationID], revoked: [OperationID])
     }
 
     /// Checks and applies one operation whose signature was already verified.
     mutating func apply(_ signed: SignedOperation) -> Outcome {
         let op = signed.operation
-        if accepted[signed.id] != nil { return .duplicate }
+        if let record = records[signed.id] {
+            return isTainted(record.clock) ? .rejected(taintError(record.clock)) : .duplicate
+        }
         if let reason = rejected[signed.id] { return .rejected(reason) }
+        if let error = op.structuralError(encodedByteCount: signed.encoding.count) { return reject(signed, error) }
+        // A creation's causes could never arrive (they would have to follow it): refuse it now
+        // rather than hold it for ever.
+        if case .createConversation = op.body, !op.causes.isEmpty {
+            return reject(signed, OperationError(.impossibleSequence, "a creation must be its author's first operation, with no causes"))
+        }
 
         // Causes first: an operation is judged against its whole causal past.
         var missing: [OperationID] = []
@@ -99,7 +167,7 @@ struct ConversationLog: Sendable {
             if let reason = rejected[cause] {
                 return reject(signed, OperationError(.dependsOnRejected, "it follows operation \(cause), which was refused (\(reason))"))
             }
-            guard let record = accepted[cause] else {
+            guard let record = records[cause] else {
                 missing.append(cause)
                 continue
             }
@@ -107,30 +175,57 @@ struct ConversationLog: Sendable {
             latestCause = max(latestCause, record.timestamp)
         }
         if !missing.isEmpty { return .pending(missing: missing) }
-
-        if let forked = forkedSlots[op.author], op.sequence >= forked {
-            return reject(signed, OperationError(.equivocation, "its author signed two operations for sequence number \(forked)"))
-        }
         if let error = check(signed, past: past, latestCause: latestCause) { return reject(signed, error) }
 
-        // Equivocation: the same author and sequence number for a different operation.
-        if let other = slots[op.author]?[op.sequence], other != signed.id {
-            forkedSlots[op.author] = min(forkedSlots[op.author] ?? .max, op.sequence)
-            return .fork
-        }
-
+        // Well-formed: recorded for good, whatever forks say.
         var clock = past
         clock.record(op.author, op.sequence)
-        accepted[signed.id] = Accepted(
+        records[signed.id] = Record(
             author: op.author, sequence: op.sequence, timestamp: op.timestamp, clock: clock,
             isMessage: { if case .postMessage = op.body { true } else { false } }())
-        slots[op.author, default: [:]][op.sequence] = signed.id
         order.append(signed)
-        heads.subtract(op.causes)
-        heads.insert(signed.id)
-        frontier.formJoin(clock)
+        recordMembership(of: signed, clock: clock)
+
+        // Equivocation: the same author and sequence number for another operation.
+        slots[op.author, default: [:]][op.sequence, default: []].append(signed.id)
+        if slots[op.author]![op.sequence]!.count > 1 {
+            sharedSlots.insert(Slot(author: op.author, sequence: op.sequence))
+            let before = Set(acceptedIDs.filter { $0 != signed.id })
+            let forks = Self.forks(among: sharedSlots, slots: slots, records: records)
+            if forks != forkedSlots {
+                forkedSlots = forks
+                rebuildState()
+                let after = Set(acceptedIDs)
+                return .reforked(accepted: after.subtracting(before).sorted(), revoked: before.subtracting(after).sorted())
+            }
+        }
+        if isTainted(clock) { return .rejected(taintError(clock)) }
         effect(of: signed, clock: clock)
         return .accepted
+    }
+
+    /// The forked slots (lowest per author): shared slots in order of their earliest operation
+    /// (timestamp, then author, then sequence), each forked when two of its operations are not
+    /// tainted by a slot forked before it.
+    static func forks(
+        among shared: Set<Slot>, slots: [UserID: [UInt64: [OperationID]]], records: [OperationID: Record]
+    ) -> [UserID: UInt64] {
+        let ordered = shared.map { slot in
+            (slot, slots[slot.author]![slot.sequence]!.map { records[$0]!.timestamp }.min()!)
+        }.sorted { a, b in
+            if a.1 != b.1 { return a.1 < b.1 }
+            if a.0.author != b.0.author { return a.0.author < b.0.author }
+            return a.0.sequence < b.0.sequence
+        }
+        var forked: [UserID: UInt64] = [:]
+        for (slot, _) in ordered {
+            let untainted = slots[slot.author]![slot.sequence]!.filter { id in
+                let clock = records[id]!.clock
+                return !forked.contains { author, sequence in clock[author] >= sequence }
+            }
+            if untainted.count > 1 { forked[slot.author] = min(forked[slot.author] ?? .max, slot.sequence) }
+        }
+        return forked
     }
 
     private mutating func reject(_ signed: SignedOperation, _ error: OperationError) -> Outcome {
@@ -138,14 +233,15 @@ struct ConversationLog: Sendable {
         return .rejected(error)
     }
 
-    /// The validity rules of SPEC.md §13.1, in order; nil when the operation is acceptable.
+    /// The validity rules of SPEC.md §13.1 but equivocation, in order; nil when the operation
+    /// is well-formed.
     private func check(_ signed: SignedOperation, past: VersionVector, latestCause: HLCTimestamp) -> OperationError? {
         let op = signed.operation
         if case .createConversation(let participants, _, _, _) = op.body {
             guard creation == nil else {
                 return OperationError(.conflictingCreation, "conversation \(id) is already created")
             }
-            guard op.conversation == ConversationLog.derivedID(of: op) else {
+            guard op.conversation == ConversationLog.derivedID(ofEncoding: signed.encoding) else {
                 return OperationError(.conflictingCreation, "the conversation identifier is not derived from its creation")
             }
             guard op.sequence == 1, op.causes.isEmpty else {
@@ -168,7 +264,7 @@ struct ConversationLog: Sendable {
             return OperationError(.timestampNotAfterCauses, "its timestamp \(op.timestamp) is not after its causes' \(latestCause)")
         }
         guard isParticipant(op.author, at: past) else {
-            return OperationError(.notAParticipant, "\(op.author) was not a participant at the operation's causal point")
+            return OperationError(.notAParticipant, "its author was not a participant at its causal point")
         }
         switch op.body {
         case .createConversation:
@@ -177,7 +273,7 @@ struct ConversationLog: Sendable {
             return nil
         case .delivered(let ids), .read(let ids):
             for message in ids {
-                guard let record = accepted[message], record.isMessage, past.includes(author: record.author, sequence: record.sequence) else {
+                guard let record = records[message], record.isMessage, past.includes(author: record.author, sequence: record.sequence) else {
                     return OperationError(.invalidReference, "receipt for \(message), which is not a message in its causal past")
                 }
                 guard record.author != op.author else {
@@ -186,7 +282,7 @@ struct ConversationLog: Sendable {
             }
             return nil
         case .deleteMessage(let message):
-            guard let record = accepted[message], record.isMessage, past.includes(author: record.author, sequence: record.sequence) else {
+            guard let record = records[message], record.isMessage, past.includes(author: record.author, sequence: record.sequence) else {
                 return OperationError(.invalidReference, "deletes \(message), which is not a message in its causal past")
             }
             guard record.author == op.author else {
@@ -196,27 +292,50 @@ struct ConversationLog: Sendable {
         }
     }
 
-    private mutating func effect(of signed: SignedOperation, clock: VersionVector) {
+    /// The creation and the membership events of a well-formed operation.
+    private mutating func recordMembership(of signed: SignedOperation, clock: VersionVector) {
         let op = signed.operation
         let event = MembershipEvent(author: op.author, sequence: op.sequence, clock: clock)
         switch op.body {
-        case .createConversation(let participants, let distinct, let generation, let entries):
+        case .createConversation(let participants, let distinct, let generation, _):
             creation = Creation(
                 operation: signed.id, author: op.author, timestamp: op.timestamp, participants: participants,
                 distinct: distinct, generation: generation)
             for user in participants { adds[user, default: []].append(event) }
-            for (key, value) in entries {
-                setMetadata(key, MetadataValue(value: value, timestamp: op.timestamp, author: op.author, operation: signed.id))
-            }
         case .addParticipants(let users):
-            hadMembershipChange = true
             for user in users { adds[user, default: []].append(event) }
         case .removeParticipants(let users):
-            hadMembershipChange = true
             for user in users { removes[user, default: []].append(event) }
+        default:
+            break
+        }
+    }
+
+    /// What an accepted operation changes in the state.
+    private mutating func effect(of signed: SignedOperation, clock: VersionVector) {
+        let op = signed.operation
+        heads.subtract(op.causes)
+        heads.insert(signed.id)
+        frontier.formJoin(clock)
+        switch op.body {
+        case .createConversation(let users, _, _, _), .addParticipants(let users), .removeParticipants(let users):
+            for user in users {
+                named.insert(user)
+                if isParticipant(user, at: frontier) { participants.insert(user) } else { participants.remove(user) }
+            }
+        default:
+            break
+        }
+        switch op.body {
+        case .createConversation(_, _, _, let entries):
+            for (key, value) in entries {
+                setMetadata(MetadataValue(key: key, value: value, timestamp: op.timestamp, author: op.author, operation: signed.id))
+            }
+        case .addParticipants, .removeParticipants:
+            hadMembershipChange = true
         case .setMetadata(let entries):
             for (key, value) in entries {
-                setMetadata(key, MetadataValue(value: value, timestamp: op.timestamp, author: op.author, operation: signed.id))
+                setMetadata(MetadataValue(key: key, value: value, timestamp: op.timestamp, author: op.author, operation: signed.id))
             }
         case .postMessage(let parts, let options):
             messages[signed.id] = Message(
@@ -232,9 +351,28 @@ struct ConversationLog: Sendable {
         }
     }
 
-    private mutating func setMetadata(_ key: String, _ candidate: MetadataValue) {
-        if let current = metadata[key], !Self.lastWriterWins(candidate, over: current) { return }
-        metadata[key] = candidate
+    /// Replays the accepted operations' effects after a fork tainted some of them.
+    private mutating func rebuildState() {
+        heads = []
+        frontier = VersionVector()
+        hadMembershipChange = false
+        named = []
+        participants = []
+        metadata = [:]
+        messages = [:]
+        deleted = []
+        delivered = [:]
+        read = [:]
+        watermarks = [:]
+        for signed in order {
+            let clock = records[signed.id]!.clock
+            if !isTainted(clock) { effect(of: signed, clock: clock) }
+        }
+    }
+
+    private mutating func setMetadata(_ candidate: MetadataValue) {
+        if let current = metadata[candidate.key], !Self.lastWriterWins(candidate, over: current) { return }
+        metadata[candidate.key] = candidate
     }
 
     /// Last writer wins per key, ordered by (timestamp, author), then the operation identifier.
@@ -258,27 +396,24 @@ struct ConversationLog: Sendable {
         }
     }
 
-    /// Every user named in this log's membership history.
-    var everyone: Set<UserID> { Set(adds.keys).union(removes.keys) }
-
     /// A conversation's identifier: the first 16 bytes of BLAKE2b-256 of `"weft conversation v1"`
     /// and its creation's encoding with the conversation field zeroed (SPEC.md §12.2). Deriving
     /// it means one identifier can never name two different creations.
+    static let conversationDomain = Array("weft conversation v1".utf8)
+
     static func derivedID(of creation: Operation) -> ConversationID {
-        var blank = creation
-        blank.conversation = ConversationID(bytes: [UInt8](repeating: 0, count: ConversationID.byteCount))!
-        let digest = BLAKE2b.hash(Array("weft conversation v1".utf8), blank.encoded(), outputByteCount: 32)
+        derivedID(ofEncoding: creation.encoded())
+    }
+
+    /// The same from the creation's encoding: the conversation field is at a fixed offset.
+    static func derivedID(ofEncoding encoding: [UInt8]) -> ConversationID {
+        var blank = conversationDomain + encoding
+        let offset = conversationDomain.count + conversationFieldOffset
+        blank.replaceSubrange(offset..<(offset + ConversationID.byteCount), with: repeatElement(0, count: ConversationID.byteCount))
+        let digest = BLAKE2b.hash(blank, outputByteCount: 32)
         return ConversationID(bytes: Array(digest.prefix(ConversationID.byteCount)))!
     }
-}
 
-extension ConversationLog {
-    /// The same log rebuilt from its accepted operations, with the forked slots refused: the
-    /// operations in them and everything that follows them are rejected.
-    func rebuiltWithoutForks() -> ConversationLog {
-        var rebuilt = ConversationLog(id: id)
-        rebuilt.forkedSlots = forkedSlots
-        for op in order { _ = rebuilt.apply(op) }
-        return rebuilt
-    }
+    /// Where the conversation field starts in an encoding: after version, kind and author.
+    static let conversationFieldOffset = 1 + 1 + PublicIdentity.byteCount
 }

@@ -13,12 +13,32 @@ public struct MessagePart: Hashable, Sendable {
     /// Whether `mimeType` has the form `type/subtype`: two non-empty tokens of RFC 2045 token
     /// characters around one slash (parameters after `;` are allowed).
     public static func isValidMIMEType(_ mimeType: String) -> Bool {
-        let essence = mimeType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0]
-        let halves = essence.split(separator: "/", omittingEmptySubsequences: false)
-        guard halves.count == 2 else { return false }
-        let tspecials = Set("()<>@,;:\\\"/[]?=")
-        return halves.allSatisfy { half in
-            !half.isEmpty && half.allSatisfy { $0.isASCII && !$0.isWhitespace && !tspecials.contains($0) && $0.asciiValue! > 31 }
+        var slash: Int?
+        var length = 0
+        for byte in mimeType.utf8 {
+            if byte == UInt8(ascii: ";") { break }
+            if byte == UInt8(ascii: "/") {
+                guard slash == nil else { return false }
+                slash = length
+            } else if !isTokenByte(byte) {
+                return false
+            }
+            length += 1
+        }
+        guard let slash else { return false }
+        return slash > 0 && slash < length - 1
+    }
+
+    /// RFC 2045 token characters: printable ASCII but space and tspecials.
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        guard byte > 32, byte < 127 else { return false }
+        switch byte {
+        case UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "@"), UInt8(ascii: ","),
+            UInt8(ascii: ";"), UInt8(ascii: ":"), UInt8(ascii: "\\"), UInt8(ascii: "\""), UInt8(ascii: "/"), UInt8(ascii: "["),
+            UInt8(ascii: "]"), UInt8(ascii: "?"), UInt8(ascii: "="):
+            return false
+        default:
+            return true
         }
     }
 }
@@ -53,6 +73,24 @@ public enum OperationBody: Hashable, Sendable {
     case markAllRead
     /// Deletes a message for everyone; only its sender may.
     case deleteMessage(OperationID)
+
+    /// The body with its lists as the encoding has them: sorted, without repeats. A body built
+    /// in memory then equals the one its bytes decode to, so its author's replica keys merge
+    /// groups and receipts exactly as its peers do.
+    var canonical: OperationBody {
+        func sorted<T: Comparable & Hashable>(_ items: [T]) -> [T] {
+            zip(items, items.dropFirst()).allSatisfy { $0 < $1 } ? items : Array(Set(items)).sorted()
+        }
+        switch self {
+        case .createConversation(let participants, let distinct, let generation, let metadata):
+            return .createConversation(participants: sorted(participants), distinct: distinct, generation: generation, metadata: metadata)
+        case .addParticipants(let users): return .addParticipants(sorted(users))
+        case .removeParticipants(let users): return .removeParticipants(sorted(users))
+        case .delivered(let messages): return .delivered(sorted(messages))
+        case .read(let messages): return .read(sorted(messages))
+        case .setMetadata, .postMessage, .markAllRead, .deleteMessage: return self
+        }
+    }
 
     /// Kind numbers on the wire.
     public var kind: UInt8 {
@@ -95,7 +133,7 @@ public struct Operation: Hashable, Sendable {
         self.sequence = sequence
         self.timestamp = timestamp
         self.causes = Array(Set(causes)).sorted()
-        self.body = body
+        self.body = body.canonical
     }
 
     // MARK: - Canonical encoding
@@ -118,7 +156,7 @@ public struct Operation: Hashable, Sendable {
             b.u32(generation)
             Self.writeUsers(participants, to: &b)
             b.count(metadata.count)
-            for key in metadata.keys.sorted() {
+            for key in Self.sortedByUTF8(metadata.keys) {
                 b.text(key)
                 b.text(metadata[key]!)
             }
@@ -126,7 +164,7 @@ public struct Operation: Hashable, Sendable {
             Self.writeUsers(users, to: &b)
         case .setMetadata(let entries):
             b.count(entries.count)
-            for key in entries.keys.sorted() {
+            for key in Self.sortedByUTF8(entries.keys) {
                 b.text(key)
                 if let value = entries[key]! {
                     b.u8(1)
@@ -168,10 +206,9 @@ public struct Operation: Hashable, Sendable {
             throw OperationError(.unknownVersion, "operation format version \(version) is newer than this node's (1)")
         }
         let kind = try r.u8()
-        let authorBytes = try r.raw(PublicIdentity.byteCount)
-        guard let author = try? PublicIdentity(bytes: authorBytes) else {
-            throw .malformed("the author is not a valid Ed25519 public key")
-        }
+        // Keys are taken as bytes (SPEC.md §12.1): the author's is checked by the signature, and
+        // a participant key that is no curve point names a user who can never sign.
+        let author = PublicIdentity(unvalidatedBytes: try r.raw(PublicIdentity.byteCount))
         let conversation = ConversationID(bytes: try r.raw(ConversationID.byteCount))!
         let sequence = try r.u64()
         let timestamp = HLCTimestamp(rawValue: try r.u64())
@@ -199,6 +236,7 @@ public struct Operation: Hashable, Sendable {
                     throw .malformed("metadata keys are not sorted and unique")
                 }
                 lastKey = key
+                guard metadata[key] == nil else { throw Self.equivalentKeys(key) }
                 metadata[key] = try b.text()
             }
             body = .createConversation(participants: participants, distinct: distinctByte == 1, generation: generation, metadata: metadata)
@@ -215,6 +253,7 @@ public struct Operation: Hashable, Sendable {
                     throw .malformed("metadata keys are not sorted and unique")
                 }
                 lastKey = key
+                guard entries[key] == nil else { throw Self.equivalentKeys(key) }
                 switch try b.u8() {
                 case 0: entries[key] = .some(nil)
                 case 1: entries[key] = .some(try b.text())
@@ -252,7 +291,48 @@ public struct Operation: Hashable, Sendable {
         self.init(author: author, conversation: conversation, sequence: sequence, timestamp: timestamp, causes: causes, body: body)
     }
 
+    // MARK: - Structure
+
+    /// The rules of SPEC.md §12 that the decoder enforces and a value built in memory can still
+    /// break (an empty list, a bad MIME type, too many participants, too large an encoding).
+    /// A replica refuses such an operation as malformed, as every other node would refuse its
+    /// bytes: no node may accept an operation the others cannot read.
+    func structuralError(encodedByteCount: Int) -> OperationError? {
+        guard encodedByteCount <= Self.maxByteCount else {
+            return .malformed("the operation is \(encodedByteCount) bytes; the limit is \(Self.maxByteCount)")
+        }
+        switch body {
+        case .createConversation(let users, _, _, _), .addParticipants(let users), .removeParticipants(let users):
+            let count = Set(users).count
+            guard count > 0, count <= Self.maxItems else { return .malformed("a participant list holds \(count) users") }
+        case .setMetadata(let entries):
+            guard !entries.isEmpty else { return .malformed("setMetadata sets no keys") }
+        case .postMessage(let parts, _):
+            guard !parts.isEmpty else { return .malformed("a message has no parts") }
+            for part in parts where !MessagePart.isValidMIMEType(part.mimeType) {
+                return .malformed("MIME type \"\(part.mimeType)\" is not of the form type/subtype")
+            }
+        case .delivered(let ids), .read(let ids):
+            guard !ids.isEmpty else { return .malformed("a receipt names no messages") }
+        case .markAllRead, .deleteMessage:
+            break
+        }
+        return nil
+    }
+
     // MARK: - Helpers
+
+    /// Metadata keys in the order of their UTF-8 bytes (§12.3), which is not `String`'s order
+    /// for text that is not in normalization form C.
+    private static func sortedByUTF8(_ keys: some Sequence<String>) -> [String] {
+        keys.map { (key: $0, bytes: Array($0.utf8)) }
+            .sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+            .map(\.key)
+    }
+
+    private static func equivalentKeys(_ key: String) -> OperationError {
+        .malformed("two metadata keys are canonically equivalent text (\"\(key)\")")
+    }
 
     private static func writeUsers(_ users: [UserID], to w: inout BinaryWriter) {
         let sorted = Array(Set(users)).sorted()
@@ -265,10 +345,7 @@ public struct Operation: Hashable, Sendable {
         guard count > 0, count <= maxItems else { throw .malformed("a participant list holds \(count) users") }
         var users: [UserID] = []
         for _ in 0..<count {
-            guard let user = try? PublicIdentity(bytes: try r.raw(PublicIdentity.byteCount)) else {
-                throw .malformed("a participant is not a valid Ed25519 public key")
-            }
-            users.append(user)
+            users.append(PublicIdentity(unvalidatedBytes: try r.raw(PublicIdentity.byteCount)))
         }
         guard isStrictlySorted(users) else { throw .malformed("participants are not sorted and unique") }
         return users

@@ -7,23 +7,33 @@ extension Replica {
         // Remove wins across the group too: a user is a participant if some log admits them and
         // no log that names them has them removed.
         var participants: [UserID] = []
-        for user in members.reduce(into: Set<UserID>(), { $0.formUnion($1.everyone) }) {
-            let naming = members.filter { $0.adds[user] != nil || $0.removes[user] != nil }
-            if naming.allSatisfy({ $0.isParticipant(user, at: $0.frontier) }) { participants.append(user) }
+        if members.count == 1 {
+            participants = Array(canonical.participants)
+        } else {
+            for user in members.reduce(into: Set<UserID>(), { $0.formUnion($1.participants) })
+            where members.allSatisfy({ !$0.named.contains(user) || $0.participants.contains(user) }) {
+                participants.append(user)
+            }
         }
 
         var metadata: [String: ConversationLog.MetadataValue] = [:]
         for log in members {
-            for (key, value) in log.metadata {
-                if let current = metadata[key], !ConversationLog.lastWriterWins(value, over: current) { continue }
-                metadata[key] = value
+            for value in log.metadata.values {
+                if let current = metadata[value.key], !ConversationLog.lastWriterWins(value, over: current) { continue }
+                metadata[value.key] = value
             }
         }
 
-        let live = members.flatMap { log in log.messages.values.filter { !log.deleted.contains($0.id) }.map { (log, $0) } }
-        let unread = localUser.map { user in
-            live.filter { log, message in message.sender != user && !Self.hasRead(user, message, in: log) }.count
-        } ?? 0
+        var messageCount = 0
+        var unread = 0
+        var lastMessageAt: HLCTimestamp?
+        for log in members {
+            for message in log.messages.values where !log.deleted.contains(message.id) {
+                messageCount += 1
+                if lastMessageAt.map({ $0 < message.timestamp }) ?? true { lastMessageAt = message.timestamp }
+                if let user = localUser, message.sender != user, !Self.hasRead(user, message, in: log) { unread += 1 }
+            }
+        }
 
         return ConversationSnapshot(
             id: canonical.id,
@@ -32,10 +42,10 @@ extension Replica {
             createdAt: creation.timestamp,
             participants: participants.sorted(),
             isDistinct: members.allSatisfy { $0.creation?.distinct == true && !$0.hadMembershipChange },
-            metadata: metadata.compactMapValues(\.value),
-            messageCount: live.count,
+            metadata: Dictionary(uniqueKeysWithValues: metadata.values.compactMap { entry in entry.value.map { (entry.key, $0) } }),
+            messageCount: messageCount,
             unreadCount: unread,
-            lastMessageAt: live.map(\.1.timestamp).max())
+            lastMessageAt: lastMessageAt)
     }
 
     /// Every conversation, canonical ones only.
@@ -45,10 +55,13 @@ extension Replica {
     public func messages(in id: ConversationID) -> [MessageSnapshot] {
         guard let snapshot = conversation(id) else { return [] }
         let members = ([snapshot.id] + snapshot.mergedIDs).compactMap { logs[$0] }
-        let live = members.flatMap { log in log.messages.values.filter { !log.deleted.contains($0.id) }.map { (log, $0) } }
-            .sorted { MessageSnapshot.precedes(($0.1.timestamp, $0.1.sender, $0.1.id), ($1.1.timestamp, $1.1.sender, $1.1.id)) }
+        var live: [(member: Int, message: ConversationLog.Message)] = []
+        for (member, log) in members.enumerated() {
+            for message in log.messages.values where !log.deleted.contains(message.id) { live.append((member, message)) }
+        }
+        live.sort { MessageSnapshot.precedes(($0.message.timestamp, $0.message.sender, $0.message.id), ($1.message.timestamp, $1.message.sender, $1.message.id)) }
         return live.enumerated().map { position, entry in
-            let (log, message) = entry
+            let (log, message) = (members[entry.member], entry.message)
             var status: [UserID: RecipientStatus] = [:]
             for user in snapshot.participants where user != message.sender {
                 status[user] = Self.status(of: message, for: user, in: log)
@@ -69,7 +82,7 @@ extension Replica {
     /// Read by an explicit receipt or by a watermark whose past holds the message (§13.6).
     static func hasRead(_ user: UserID, _ message: ConversationLog.Message, in log: ConversationLog) -> Bool {
         if log.read[message.id]?.contains(user) == true { return true }
-        guard let watermark = log.watermarks[user], let sequence = log.accepted[message.id]?.sequence else { return false }
+        guard let watermark = log.watermarks[user], let sequence = log.records[message.id]?.sequence else { return false }
         return watermark.includes(author: message.sender, sequence: sequence)
     }
 

@@ -14,7 +14,11 @@ public struct Replica: Sendable {
     /// The user whose unread counts and receipts the snapshots describe.
     public let localUser: UserID?
     private(set) var logs: [ConversationID: ConversationLog] = [:]
-    private(set) var groups: [GroupKey: Set<ConversationID>] = [:]
+    /// Every accepted creation, by conversation: what merge groups and lookups need, without
+    /// reaching into (and copying) the logs.
+    private(set) var creations: [ConversationID: ConversationLog.Creation] = [:]
+    /// Each group's members, sorted by (creation timestamp, identifier): canonical first.
+    private(set) var groups: [GroupKey: [ConversationID]] = [:]
     /// Operations waiting for causes, by identifier, and who waits on what.
     private var pending: [OperationID: SignedOperation] = [:]
     private var waitingOn: [OperationID: Set<OperationID>] = [:]
@@ -31,6 +35,10 @@ public struct Replica: Sendable {
         public var rejected: [(OperationID, OperationError)] = []
         public var pending: [OperationID] = []
         public var duplicates: [OperationID] = []
+        /// Operations accepted earlier (in this batch or before) and refused now, because their
+        /// causal past reaches a slot their author was found to have used twice (SPEC.md §13.1).
+        /// They are listed in `rejected` too; whoever keeps the accepted set must drop them.
+        public var revoked: [OperationID] = []
         /// Conversations (log identifiers) whose state changed.
         public var touched: Set<ConversationID> = []
     }
@@ -46,21 +54,28 @@ public struct Replica: Sendable {
         // An operation that was pending and is now decided is not reported as pending.
         let decided = Set(report.accepted).union(report.rejected.map(\.0))
         report.pending.removeAll { decided.contains($0) || pending[$0] == nil }
+        if !report.revoked.isEmpty {
+            // Accepted, then revoked in the same batch (or the other way round): report the end.
+            let revoked = Set(report.revoked)
+            let accepted = Set(report.accepted)
+            report.accepted.removeAll { revoked.contains($0) && !isAccepted($0) }
+            report.revoked.removeAll { accepted.contains($0) && isAccepted($0) }
+            report.rejected.removeAll { isAccepted($0.0) }
+        }
         return report
     }
 
     private mutating func applyOne(_ signed: SignedOperation, report: inout Report, retry: inout [SignedOperation]) {
         let conversation = signed.operation.conversation
-        var log = logs[conversation] ?? ConversationLog(id: conversation)
-        let outcome = log.apply(signed)
+        // In place: a copy of the log would copy its tables on every accepted operation.
+        let outcome = logs[conversation, default: ConversationLog(id: conversation)].apply(signed)
         switch outcome {
         case .accepted:
-            logs[conversation] = log
             report.accepted.append(signed.id)
             report.touched.insert(conversation)
-            if let creation = log.creation, creation.operation == signed.id, creation.distinct {
-                groups[GroupKey(participants: creation.participants, generation: creation.generation), default: []]
-                    .insert(conversation)
+            if creations[conversation] == nil, let creation = logs[conversation]?.creation {
+                creations[conversation] = creation
+                if creation.distinct { join(conversation, created: creation) }
             }
             release(waitingFor: signed.id, into: &retry)
         case .duplicate:
@@ -72,19 +87,23 @@ public struct Replica: Sendable {
                 report.pending.append(signed.id)
             }
         case .rejected(let error):
-            logs[conversation] = log
             report.rejected.append((signed.id, error))
             // Everything waiting on a refused operation is refused in turn, when retried.
             release(waitingFor: signed.id, into: &retry)
-        case .fork:
-            // Rebuild the log from all its operations: the forked slots are now refused, and
-            // so is everything after them, whatever order they arrived in.
-            var rebuilt = log.rebuiltWithoutForks()
-            _ = rebuilt.apply(signed)
-            logs[conversation] = rebuilt
-            report.rejected.append(
-                (signed.id, OperationError(.equivocation, "its author signed two operations for one sequence number")))
+        case .reforked(let accepted, let revoked):
+            // The forked slots changed: operations whose past reaches a forked slot are refused,
+            // including some accepted before, whatever order they arrived in; and an operation
+            // tainted only by a slot that is no longer counted as forked is accepted.
+            report.accepted += accepted
+            if !accepted.contains(signed.id) {
+                report.rejected.append((signed.id, ConversationLog.equivocationError(signed.operation.author, signed.operation.sequence)))
+            }
+            for id in revoked {
+                report.rejected.append((id, ConversationLog.equivocationError(signed.operation.author, signed.operation.sequence)))
+            }
+            report.revoked += revoked
             report.touched.insert(conversation)
+            release(waitingFor: signed.id, into: &retry)
         }
     }
 
@@ -98,47 +117,62 @@ public struct Replica: Sendable {
     // MARK: - Merge groups
 
     /// The canonical conversation for `id`: itself, or the least conversation of its merge
-    /// group by (creation timestamp, identifier) while the group is distinct.
+    /// group by (creation timestamp, identifier).
     public func canonicalID(for id: ConversationID) -> ConversationID {
         members(ofGroupContaining: id).first ?? id
     }
 
-    /// The conversations shown as one: sorted canonical first. A non-distinct group is
-    /// just the conversation itself... unless it was merged while distinct (§13.2).
+    /// Adds a distinct conversation to its merge group, in canonical order.
+    private mutating func join(_ id: ConversationID, created creation: ConversationLog.Creation) {
+        let key = GroupKey(participants: creation.participants, generation: creation.generation)
+        var members = groups[key] ?? []
+        let index = members.firstIndex { other in
+            let timestamp = creations[other]!.timestamp
+            return timestamp != creation.timestamp ? creation.timestamp < timestamp : id < other
+        } ?? members.endIndex
+        members.insert(id, at: index)
+        groups[key] = members
+    }
+
+    /// The conversations shown as one, canonical first: the merge group of a conversation
+    /// created distinct (§13.2), even after it stopped being distinct; else the conversation
+    /// alone; empty for an unknown conversation.
     func members(ofGroupContaining id: ConversationID) -> [ConversationID] {
-        guard let creation = logs[id]?.creation, creation.distinct,
-            let group = groups[GroupKey(participants: creation.participants, generation: creation.generation)]
-        else { return logs[id]?.creation == nil ? [] : [id] }
-        return group.sorted { a, b in
-            let ta = logs[a]!.creation!.timestamp
-            let tb = logs[b]!.creation!.timestamp
-            return ta != tb ? ta < tb : a < b
-        }
+        guard let creation = creations[id] else { return [] }
+        guard creation.distinct, let group = groups[GroupKey(participants: creation.participants, generation: creation.generation)]
+        else { return [id] }
+        return group
     }
 
     /// Every canonical conversation.
     public var conversationIDs: [ConversationID] {
-        Set(logs.keys.filter { logs[$0]?.creation != nil }.map(canonicalID(for:))).sorted()
+        var canonical: Set<ConversationID> = []
+        for id in creations.keys { canonical.insert(canonicalID(for: id)) }
+        return canonical.sorted()
     }
 
-    /// The distinct conversation for exactly `participants` (the creator included), if any.
-    public func distinctConversation(for participants: Set<UserID>) -> ConversationID? {
+    /// The newest merge group for exactly `participants`: its generation and canonical conversation.
+    private func newestGroup(for participants: Set<UserID>) -> (generation: UInt32, canonical: ConversationID)? {
         let sorted = participants.sorted()
-        let candidates = groups.filter { $0.key.participants == sorted }.sorted { $0.key.generation > $1.key.generation }
-        for (_, members) in candidates {
-            let canonical = canonicalID(for: members.first!)
-            if conversation(canonical)?.isDistinct == true { return canonical }
-        }
-        return nil
+        guard let newest = groups.keys.filter({ $0.participants == sorted }).map(\.generation).max() else { return nil }
+        return (newest, groups[GroupKey(participants: sorted, generation: newest)]![0])
+    }
+
+    /// The distinct conversation for exactly `participants` (the creator included), if any: the
+    /// canonical conversation of the newest group for that set, while it is distinct. Agrees with
+    /// `generation(forDistinct:)`: a creation joins this conversation's group.
+    public func distinctConversation(for participants: Set<UserID>) -> ConversationID? {
+        guard let newest = newestGroup(for: participants), conversation(newest.canonical)?.isDistinct == true else { return nil }
+        return newest.canonical
     }
 
     /// The generation a new distinct conversation for `participants` belongs to: the newest
-    /// known group's if it is still distinct, else one past it.
+    /// known group's if it is still distinct, else one past it (§13.2). The last generation
+    /// has no successor: past it, creations join that group.
     public func generation(forDistinct participants: Set<UserID>) -> UInt32 {
-        let sorted = participants.sorted()
-        guard let newest = groups.keys.filter({ $0.participants == sorted }).map(\.generation).max() else { return 1 }
-        let canonical = canonicalID(for: groups[GroupKey(participants: sorted, generation: newest)]!.first!)
-        return conversation(canonical)?.isDistinct == true ? newest : newest + 1
+        guard let newest = newestGroup(for: participants) else { return 1 }
+        if conversation(newest.canonical)?.isDistinct == true || newest.generation == .max { return newest.generation }
+        return newest.generation + 1
     }
 
     // MARK: - Reading
@@ -154,12 +188,21 @@ public struct Replica: Sendable {
     /// The latest timestamp among the heads of `id`, for the clock.
     public func latestTimestamp(in id: ConversationID) -> HLCTimestamp? {
         guard let log = logs[id] else { return nil }
-        return log.heads.compactMap { log.accepted[$0]?.timestamp }.max()
+        return log.heads.compactMap { log.records[$0]?.timestamp }.max()
     }
 
     public func isKnown(_ id: OperationID, in conversation: ConversationID) -> Bool {
-        logs[conversation]?.accepted[id] != nil
+        logs[conversation]?.isAccepted(id) == true
     }
+
+    /// Whether an operation is accepted, in whichever log.
+    private func isAccepted(_ id: OperationID) -> Bool { logs.values.contains { $0.isAccepted(id) } }
+
+    /// Every operation accepted, in every log (for diagnostics and tests).
+    var acceptedOperations: Set<OperationID> { logs.values.reduce(into: []) { $0.formUnion($1.acceptedIDs) } }
+
+    /// Every operation refused, in every log (for diagnostics and tests).
+    var rejectedOperations: Set<OperationID> { logs.values.reduce(into: []) { $0.formUnion($1.refusedIDs) } }
 
     /// Whether `user` is a participant of the conversation (group) now.
     public func isParticipant(_ user: UserID, of id: ConversationID) -> Bool {

@@ -1,6 +1,6 @@
 import WeftCrypto
 
-/// An operation with its identifier and its author's signature (SPEC.md §12.4).
+/// An operation with its identifier and its author's signature (SPEC.md §12.1).
 ///
 /// Wire form: `u32 length | canonical encoding | Ed25519 signature (64)`. The identifier is
 /// never sent: it is the BLAKE2b-256 of the encoding, so a receiver always recomputes it. The
@@ -18,6 +18,10 @@ public struct SignedOperation: Hashable, Sendable {
     /// Signs `operation`, which must be authored by `identity`.
     public init(signing operation: Operation, with identity: NodeIdentity) {
         precondition(operation.author == identity.publicKey, "an operation is signed by its author")
+        // Through the initializer again: fields set after it get their lists sorted too.
+        let operation = Operation(
+            author: operation.author, conversation: operation.conversation, sequence: operation.sequence,
+            timestamp: operation.timestamp, causes: operation.causes, body: operation.body)
         self.operation = operation
         self.encoding = operation.encoded()
         self.id = OperationID(hashing: encoding)

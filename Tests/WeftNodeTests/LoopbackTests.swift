@@ -11,10 +11,11 @@ struct LoopbackTests {
     @Test("two nodes authenticate each other, exchange data and keep pinging")
     func twoNodes() async throws {
         let meshKey = MeshKey.generate()
-        let alice = makeNode("alice", meshKey: meshKey)
+        let policy = ChannelPolicy(pingInterval: .milliseconds(100), idleTimeout: .milliseconds(600))
+        let alice = makeNode("alice", meshKey: meshKey, policy: policy)
         let aliceEvents = EventRecorder(alice)
         let address = try #require(try await alice.start())
-        let bob = makeNode("bob", meshKey: meshKey, peers: [address.peerAddress])
+        let bob = makeNode("bob", meshKey: meshKey, peers: [address.peerAddress], policy: policy)
         let bobEvents = EventRecorder(bob)
         try await bob.start()
 
@@ -30,9 +31,12 @@ struct LoopbackTests {
         #expect(try await aliceEvents.first(Match.data) == "to alice")
         #expect(try await bobEvents.first(Match.data) == "to bob")
 
-        // Keepalive: pings are answered on both sides.
-        _ = try await bobEvents.first(Match.pong)
-        _ = try await aliceEvents.first(Match.pong)
+        // Keepalive: with nothing else sent, pings keep the link past the 600 ms idle timeout.
+        // (A side pings only when it sent nothing for the interval, so one side may do all the pinging.)
+        try await Task.sleep(for: .milliseconds(1500))
+        #expect(aliceEvents.count(Match.pong) + bobEvents.count(Match.pong) > 0)
+        #expect(aliceEvents.count(Match.ended) == 0)
+        #expect(bobEvents.count(Match.ended) == 0)
 
         await bob.shutdown()
         let end = try await aliceEvents.first(Match.ended)
@@ -114,19 +118,9 @@ struct LoopbackTests {
         _ evil: @escaping @Sendable (inout ConnectionStateMachine) -> ByteBuffer,
         to address: SocketAddress, meshKey: MeshKey
     ) async throws -> ConnectionEnd? {
-        let raw = try await RawPeer.connect(to: address)
-        return try await raw.run { inbound, outbound in
-            var machine = ConnectionStateMachine(
-                role: .initiator,
-                configuration: .init(identity: .generate(), meshKey: meshKey, displayName: "raw", policy: testPolicy))
-            var iterator = inbound.makeAsyncIterator()
-            let start = machine.start(now: .now())
-            let handshake = try await drive(&machine, start, inbound: &iterator, outbound: outbound) {
-                if case .authenticated = $0 { true } else { false }
-            }
-            #expect(handshake.contains { if case .authenticated = $0 { true } else { false } })
+        try await withAuthenticatedRawPeer(at: address, meshKey: meshKey) { machine, inbound, outbound in
             try await outbound.write(evil(&machine))
-            let rest = try await drive(&machine, [], inbound: &iterator, outbound: outbound) {
+            let rest = try await drive(&machine, [], inbound: &inbound, outbound: outbound) {
                 if case .close = $0 { true } else { false }
             }
             for case .close(let end) in rest { return end }
@@ -175,15 +169,7 @@ struct LoopbackTests {
     @Test("a truncated record followed by a close ends only that connection")
     func truncatedRecord() async throws {
         let (alice, aliceEvents, bob, bobEvents, address, meshKey) = try await connectedPair()
-        let raw = try await RawPeer.connect(to: address)
-        try await raw.run { inbound, outbound in
-            var machine = ConnectionStateMachine(
-                role: .initiator,
-                configuration: .init(identity: .generate(), meshKey: meshKey, displayName: "raw", policy: testPolicy))
-            var iterator = inbound.makeAsyncIterator()
-            _ = try await drive(&machine, machine.start(now: .now()), inbound: &iterator, outbound: outbound) {
-                if case .authenticated = $0 { true } else { false }
-            }
+        try await withAuthenticatedRawPeer(at: address, meshKey: meshKey) { machine, _, outbound in
             for case .write(let bytes) in machine.send(data: ByteBuffer(string: "cut short"), now: .now()) {
                 try await outbound.write(bytes.getSlice(at: bytes.readerIndex, length: bytes.readableBytes - 3)!)
             }
@@ -204,18 +190,10 @@ struct LoopbackTests {
         let policy = ChannelPolicy(pingInterval: .milliseconds(100), idleTimeout: .milliseconds(600))
         let alice = makeNode("alice", meshKey: meshKey, policy: policy)
         let address = try #require(try await alice.start())
-        let raw = try await RawPeer.connect(to: address)
-        let end = try await raw.run { inbound, outbound in
-            var machine = ConnectionStateMachine(
-                role: .initiator,
-                configuration: .init(identity: .generate(), meshKey: meshKey, displayName: "raw", policy: policy))
-            var iterator = inbound.makeAsyncIterator()
-            _ = try await drive(&machine, machine.start(now: .now()), inbound: &iterator, outbound: outbound) {
-                if case .authenticated = $0 { true } else { false }
-            }
+        let end = try await withAuthenticatedRawPeer(at: address, meshKey: meshKey, policy: policy) { machine, inbound, _ in
             // Read alice's records but never answer: her pings go unanswered.
             var end: ConnectionEnd?
-            while end == nil, let bytes = try await iterator.next() {
+            while end == nil, let bytes = try await inbound.next() {
                 for case .close(let reason) in machine.receive(bytes, now: .now()) { end = reason }
             }
             return end

@@ -120,3 +120,24 @@ func drive(
         pending = machine.receive(bytes, now: .now())
     }
 }
+
+/// Connects a raw peer to `address`, completes a real handshake as initiator, then runs `body`
+/// with the machine and the raw streams; the socket closes afterwards.
+func withAuthenticatedRawPeer<R: Sendable>(
+    at address: SocketAddress, meshKey: MeshKey, policy: ChannelPolicy = testPolicy,
+    _ body: (inout ConnectionStateMachine, inout NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator,
+        NIOAsyncChannelOutboundWriter<ByteBuffer>) async throws -> R
+) async throws -> R {
+    let raw = try await RawPeer.connect(to: address)
+    return try await raw.run { inbound, outbound in
+        var machine = ConnectionStateMachine(
+            role: .initiator,
+            configuration: .init(identity: .generate(), meshKey: meshKey, displayName: "raw", policy: policy))
+        var iterator = inbound.makeAsyncIterator()
+        let handshake = try await drive(&machine, machine.start(now: .now()), inbound: &iterator, outbound: outbound) {
+            if case .authenticated = $0 { true } else { false }
+        }
+        #expect(handshake.contains { if case .authenticated = $0 { true } else { false } })
+        return try await body(&machine, &iterator, outbound)
+    }
+}

@@ -40,6 +40,7 @@ public actor WeftClient {
     ) throws(WeftError) -> Conversation {
         let others = participants.subtracting([localUser])
         guard !others.isEmpty else { throw .noParticipants }
+        try checkLimits(.createConversation(participants: others.sorted(), distinct: options.distinct, generation: 0, metadata: options.metadata))
         if options.distinct, let existing = try storeCall({ try store.replica }).distinctConversation(for: others.union([localUser])) {
             return try conversation(existing)!
         }
@@ -63,6 +64,7 @@ public actor WeftClient {
     /// Sets metadata keys; a nil value removes the key.
     public func setMetadata(_ entries: [String: String?], in conversation: ConversationID) throws(WeftError) {
         guard !entries.isEmpty else { return }
+        try checkLimits(.setMetadata(entries))
         try write(.setMetadata(entries), in: conversation)
     }
 
@@ -76,6 +78,7 @@ public actor WeftClient {
     ) throws(WeftError) -> Message {
         guard !parts.isEmpty else { throw .noParts }
         for part in parts where !MessagePart.isValidMIMEType(part.mimeType) { throw .invalidMIMEType(part.mimeType) }
+        try checkLimits(.postMessage(parts: parts, options: options))
         let canonical = try participating(conversation)
         let now = wallClock()
         let ttl = UInt64(timeToLive.components.seconds) * 1000
@@ -273,6 +276,33 @@ public actor WeftClient {
     private func postedTo(_ message: OperationID) throws(WeftError) -> ConversationID {
         guard let found = try storeCall({ try store.replica }).message(message) else { throw .unknownMessage(message.hex) }
         return found.postedTo
+    }
+
+    /// Refuses, before anything is signed, a body the protocol cannot carry: a text field over
+    /// 65,535 bytes or an operation over `Operation.maxByteCount` (SPEC §12.1).
+    private func checkLimits(_ body: OperationBody) throws(WeftError) {
+        var texts: [String] = []
+        switch body {
+        case .createConversation(_, _, _, let metadata):
+            texts = Array(metadata.keys) + Array(metadata.values)
+        case .setMetadata(let entries):
+            texts = Array(entries.keys) + entries.values.compactMap { $0 }
+        case .postMessage(let parts, let options):
+            texts = parts.map(\.mimeType) + [options.notificationText, options.notificationSound].compactMap { $0 }
+        default:
+            break
+        }
+        if let long = texts.first(where: { $0.utf8.count > Int(UInt16.max) }) {
+            throw .tooLarge("a text field of \(long.utf8.count) bytes (the limit is 65,535)")
+        }
+        let probe = WeftModel.Operation(
+            author: localUser, conversation: ConversationID(bytes: [UInt8](repeating: 0, count: ConversationID.byteCount))!,
+            sequence: 1, timestamp: HLCTimestamp(rawValue: 0), causes: [], body: body)
+        // Room for the causes a real operation names.
+        let size = probe.encoded().count + 64 * OperationID.byteCount
+        guard size <= WeftModel.Operation.maxByteCount else {
+            throw .tooLarge("an operation of about \(size) bytes (the limit is \(WeftModel.Operation.maxByteCount))")
+        }
     }
 
     /// Builds operations against the store's current replica and writes them (with outbox

@@ -12,6 +12,7 @@ public struct WeftError: Error, Hashable, Sendable, CustomStringConvertible {
         case timedOut(String)
         case notPermitted(String)
         case storage(String)
+        case tooLarge(String)
     }
 
     private let kind: Kind
@@ -33,6 +34,8 @@ public struct WeftError: Error, Hashable, Sendable, CustomStringConvertible {
     public static func timedOut(_ what: String) -> Self { Self(.timedOut(what)) }
     /// The operation is not allowed (for example deleting another sender's message).
     public static func notPermitted(_ why: String) -> Self { Self(.notPermitted(why)) }
+    /// A field or the whole operation exceeds the protocol's limits (SPEC §12).
+    public static func tooLarge(_ what: String) -> Self { Self(.tooLarge(what)) }
     /// The store failed.
     public static func storage(_ why: String) -> Self { Self(.storage(why)) }
 
@@ -48,6 +51,7 @@ public struct WeftError: Error, Hashable, Sendable, CustomStringConvertible {
         case .timedOut(let what): "Timed out waiting for \(what)."
         case .notPermitted(let why): "Not permitted: \(why)."
         case .storage(let why): "The store failed: \(why)."
+        case .tooLarge(let what): "Too large: \(what)."
         }
     }
 }

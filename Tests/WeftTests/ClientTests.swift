@@ -172,4 +172,20 @@ struct ClientTests {
         try await bob.removeParticipants([await bob.localUser], from: conversation.id)
         await #expect(throws: WeftError.notAParticipant) { try await bob.send([.text("still here?")], in: conversation.id) }
     }
+
+    @Test("fields and messages beyond the protocol's limits are refused before anything is signed")
+    func limits() async throws {
+        let alice = try makeClient()
+        let conversation = try await alice.createConversation(with: [NodeIdentity.generate().publicKey])
+        let longText = String(repeating: "x", count: 70_000)
+        await #expect(throws: WeftError.tooLarge("a text field of 70000 bytes (the limit is 65,535)")) {
+            try await alice.setMetadata(["title": longText], in: conversation.id)
+        }
+        await #expect(throws: WeftError.self) {
+            try await alice.send([MessagePart(mimeType: "application/octet-stream", data: [UInt8](repeating: 7, count: 600_000))], in: conversation.id)
+        }
+        // Just under the limit goes through.
+        try await alice.send([MessagePart(mimeType: "application/octet-stream", data: [UInt8](repeating: 7, count: 400_000))], in: conversation.id)
+        #expect(try await alice.count(MessageQuery()) == 1)
+    }
 }

@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "WeftModel", targets: ["WeftModel"]),
         .library(name: "WeftStore", targets: ["WeftStore"]),
         .library(name: "WeftNode", targets: ["WeftNode"]),
+        .library(name: "Weft", targets: ["Weft"]),
         .executable(name: "weft", targets: ["weft"]),
     ],
     dependencies: [
@@ -63,6 +64,8 @@ let package = Package(
             ]
         ),
 
+        .target(name: "Weft", dependencies: ["WeftModel", "WeftStore", "WeftCrypto"]),
+
         // MARK: - The CLI
         .executableTarget(
             name: "weft",
@@ -91,6 +94,7 @@ let package = Package(
             name: "WeftStoreTests",
             dependencies: ["WeftStore", "WeftModel", "WeftCrypto", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        .testTarget(name: "WeftTests", dependencies: ["Weft", "WeftStore", "WeftModel", "WeftCrypto"]),
         .testTarget(
             name: "WeftWireTests",
             dependencies: ["WeftWire", "WeftCrypto", .product(name: "NIOCore", package: "swift-nio")]

@@ -1,0 +1,116 @@
+import Foundation
+import WeftModel
+import WeftStore
+
+/// Options for a new conversation (the SDK's distinct and metadata options).
+public struct ConversationOptions: Sendable {
+    /// One conversation per exact participant set; the default.
+    public var distinct: Bool
+    public var metadata: [String: String]
+
+    public init(distinct: Bool = true, metadata: [String: String] = [:]) {
+        self.distinct = distinct
+        self.metadata = metadata
+    }
+}
+
+/// A conversation as the client sees it.
+public struct Conversation: Hashable, Sendable {
+    public let id: ConversationID
+    public var identifier: URL { WeftIdentifier.conversation(id).url }
+    /// Conversations merged into this one; looking any of them up returns this one.
+    public let mergedIdentifiers: [ConversationID]
+    public let creator: UserID
+    public let createdAt: HLCTimestamp
+    public let participants: Set<UserID>
+    public let isDistinct: Bool
+    public let metadata: [String: String]
+    public let totalMessageCount: Int
+    public let unreadMessageCount: Int
+    public let lastMessageAt: HLCTimestamp?
+
+    init(_ snapshot: ConversationSnapshot) {
+        id = snapshot.id
+        mergedIdentifiers = snapshot.mergedIDs
+        creator = snapshot.creator
+        createdAt = snapshot.createdAt
+        participants = Set(snapshot.participants)
+        isDistinct = snapshot.isDistinct
+        metadata = snapshot.metadata
+        totalMessageCount = snapshot.messageCount
+        unreadMessageCount = snapshot.unreadCount
+        lastMessageAt = snapshot.lastMessageAt
+    }
+}
+
+extension MessagePart {
+    /// A `text/plain` part in UTF-8.
+    public static func text(_ text: String) -> MessagePart {
+        MessagePart(mimeType: "text/plain", data: Array(text.utf8))
+    }
+
+    /// A part whose MIME type is checked: anything but type/subtype throws.
+    public static func validated(mimeType: String, data: [UInt8]) throws(WeftError) -> MessagePart {
+        guard isValidMIMEType(mimeType) else { throw .invalidMIMEType(mimeType) }
+        return MessagePart(mimeType: mimeType, data: data)
+    }
+
+    /// The part's data as UTF-8 text, if it is text.
+    public var text: String? {
+        mimeType.hasPrefix("text/") ? String(validating: data, as: UTF8.self) : nil
+    }
+}
+
+/// A message as the client sees it.
+public struct Message: Hashable, Sendable {
+    public let id: OperationID
+    public var identifier: URL { WeftIdentifier.message(id).url }
+    public let conversation: ConversationID
+    public let sender: UserID
+    public let sentAt: HLCTimestamp
+    public let parts: [MessagePart]
+    public let options: MessageOptions
+    public let position: Int
+    /// Status per participant other than the sender (the SDK's recipientStatusByUserID).
+    public let recipientStatus: [UserID: RecipientStatus]
+    /// True once the mesh has the message: always for received ones; for the local user's own,
+    /// once the outbox handed it to a peer.
+    public let isSent: Bool
+    /// Unread by the local user (never true for their own messages).
+    public let isUnread: Bool
+
+    /// The status for one user: `invalid` for the sender and for anyone not a participant.
+    public func status(for user: UserID) -> RecipientStatus { recipientStatus[user] ?? .invalid }
+
+    init(_ snapshot: MessageSnapshot, localUser: UserID, unsent: Bool) {
+        id = snapshot.id
+        conversation = snapshot.conversation
+        sender = snapshot.sender
+        sentAt = snapshot.sentAt
+        parts = snapshot.parts
+        options = snapshot.options
+        position = snapshot.position
+        isSent = !unsent
+        // Until the mesh has it, the sender's recipients are pending, not sent.
+        recipientStatus = snapshot.recipientStatus.mapValues { unsent && $0 == .sent ? .pending : $0 }
+        isUnread = snapshot.sender != localUser && (snapshot.recipientStatus[localUser] ?? .read) < .read
+    }
+}
+
+/// One object change, as the SDK's change notifications describe it.
+public struct ObjectChange: Sendable, Equatable {
+    public enum Object: Sendable, Equatable {
+        case conversation(Conversation)
+        case message(Message)
+        /// A deleted object, by identifier.
+        case deleted(WeftIdentifier)
+    }
+
+    public typealias Kind = ChangeSet.Kind
+    public let object: Object
+    public let kind: Kind
+    /// For updates: which property changed, and its old and new values.
+    public let property: String?
+    public let oldValue: ChangeSet.Value
+    public let newValue: ChangeSet.Value
+}

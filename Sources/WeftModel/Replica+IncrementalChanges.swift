@@ -28,27 +28,57 @@ extension Replica {
             }
         }
         for id in relevant { relevant.formUnion(members(ofGroupContaining: id)) }
-        // Shares storage with `self`: the logs the batch changes are copied once, on their first change.
-        let before = self
-        let beforeGroups = before.groupsByCanonical(relevant)
+        let beforeGroups = groupsByCanonical(relevant)
         var old = View()
         for canonical in beforeGroups.keys {
             if let snapshot = current(canonical) {
-                assert(snapshot == before.conversation(canonical), "the caller's snapshot of \(canonical) is not the replica's")
+                assert(snapshot == conversation(canonical), "the caller's snapshot of \(canonical) is not the replica's")
                 old.conversations[canonical] = snapshot
             } else {
-                old.conversations[canonical] = before.conversation(canonical)
+                old.conversations[canonical] = conversation(canonical)
             }
         }
+
+        // The common batch (messages after the latest, receipts, metadata) needs nothing more
+        // of the state before than its plan: no copy of the replica is kept, so the logs are
+        // changed in place instead of being copied whole.
+        if let plan = simplePlan(for: operations, groups: beforeGroups, snapshots: old.conversations) {
+            let report = apply(verified: operations)
+            var new = View()
+            for (canonical, members) in beforeGroups {
+                guard let changed = changedMessages(in: members, since: plan.orders),
+                    addChanges(changed, in: canonical, was: old.conversations[canonical]!, prior: { _, id, _ in plan.receipted[id] }, old: &old, new: &new)
+                else {
+                    // The plan's conditions rule this out (nothing pending is released, no
+                    // sequence number reused, messages after the latest).
+                    assertionFailure("a planned batch did more than it could")
+                    new.conversations[canonical] = conversation(canonical)
+                    for message in messages(in: canonical) { new.messages[message.id] = message }
+                    continue
+                }
+            }
+            return (report, ChangeSet(from: old, to: new))
+        }
+
+        // Anything else: keep the state before (shared storage; the logs the batch changes
+        // are copied once, on their first change) and compare complete views where needed.
+        let before = self
         let report = apply(verified: operations)
         for id in report.touched { relevant.formUnion(members(ofGroupContaining: id)) }
         let afterGroups = groupsByCanonical(relevant)
+        let prior = { (logID: ConversationID, id: OperationID, was: ConversationSnapshot) -> (snapshot: MessageSnapshot, wasUnread: Bool)? in
+            guard let log = before.logs[logID], let message = log.messages[id], !log.deleted.contains(id) else { return nil }
+            return (
+                Self.snapshot(of: message, in: log, conversation: was.id, participants: was.participants, position: 0),
+                before.isUnread(id, postedTo: logID)
+            )
+        }
 
         var new = View()
         for (canonical, members) in afterGroups {
             if beforeGroups[canonical] == members, let was = old.conversations[canonical],
-                let changed = changedMessages(in: members, since: before),
-                addChanges(changed, in: canonical, was: was, before: before, old: &old, new: &new)
+                let changed = changedMessages(in: members, since: before.orders(of: members)),
+                addChanges(changed, in: canonical, was: was, prior: prior, old: &old, new: &new)
             {
                 continue
             }
@@ -64,12 +94,73 @@ extension Replica {
         return (report, ChangeSet(from: old, to: new))
     }
 
+    /// What the incremental comparison keeps of the state before a planned batch.
+    private struct Plan {
+        /// Each member log's operation count and last operation.
+        var orders: [ConversationID: (count: Int, last: OperationID?)]
+        /// The messages the batch's receipts name, as they were, and whether the local user
+        /// had not read them.
+        var receipted: [OperationID: (snapshot: MessageSnapshot, wasUnread: Bool)]
+    }
+
+    /// A plan when the batch can only append messages after each group's latest, add receipts
+    /// and set metadata, and nothing else can happen: nothing waits for causes (so nothing
+    /// else is released), and no operation reuses a sequence number (so no log is rebuilt).
+    private func simplePlan(
+        for operations: [SignedOperation], groups: [ConversationID: [ConversationID]],
+        snapshots: [ConversationID: ConversationSnapshot]
+    ) -> Plan? {
+        guard pendingCount == 0 else { return nil }
+        var canonicalOf: [ConversationID: ConversationID] = [:]
+        for (canonical, members) in groups { for member in members { canonicalOf[member] = canonical } }
+        var slots: Set<[UInt8]> = []
+        var named: [(ConversationID, OperationID)] = []
+        for signed in operations {
+            let op = signed.operation
+            guard !isKnown(signed.id, in: op.conversation) else { continue }
+            guard op.sequence >= nextSequence(for: op.author, in: op.conversation),
+                slots.insert(op.conversation.bytes + op.author.bytes + withUnsafeBytes(of: op.sequence) { Array($0) }).inserted
+            else { return nil }
+            switch op.body {
+            case .postMessage:
+                guard let canonical = canonicalOf[op.conversation] else { continue }  // it will wait for its creation
+                if let latest = snapshots[canonical]?.lastMessageAt, op.timestamp <= latest { return nil }
+            case .delivered(let ids), .read(let ids):
+                named += ids.map { (op.conversation, $0) }
+            case .setMetadata:
+                break
+            case .createConversation, .addParticipants, .removeParticipants, .markAllRead, .deleteMessage:
+                return nil
+            }
+        }
+        var plan = Plan(orders: [:], receipted: [:])
+        for members in groups.values { plan.orders.merge(orders(of: members)) { a, _ in a } }
+        for (logID, id) in named where plan.receipted[id] == nil {
+            guard let canonical = canonicalOf[logID], let was = snapshots[canonical], let log = logs[logID],
+                let message = log.messages[id], !log.deleted.contains(id)
+            else { continue }
+            plan.receipted[id] = (
+                Self.snapshot(of: message, in: log, conversation: canonical, participants: was.participants, position: 0),
+                isUnread(id, postedTo: logID)
+            )
+        }
+        return plan
+    }
+
+    /// Each log's operation count and last operation, to find what a batch added.
+    private func orders(of members: [ConversationID]) -> [ConversationID: (count: Int, last: OperationID?)] {
+        var result: [ConversationID: (count: Int, last: OperationID?)] = [:]
+        for id in members { if let log = logs[id] { result[id] = (log.order.count, log.order.last?.id) } }
+        return result
+    }
+
     /// Adds to the views what a group's batch changed when that is only appended messages,
     /// receipts and metadata (`changed`): the conversation as it is now, derived from `was`,
     /// and the new and receipted messages on both sides. False, adding nothing, when a new
     /// message does not come after every message the group had (others moved).
     private func addChanges(
-        _ changed: ChangedMessages, in canonical: ConversationID, was: ConversationSnapshot, before: Replica,
+        _ changed: ChangedMessages, in canonical: ConversationID, was: ConversationSnapshot,
+        prior: (ConversationID, OperationID, ConversationSnapshot) -> (snapshot: MessageSnapshot, wasUnread: Bool)?,
         old: inout View, new: inout View
     ) -> Bool {
         let appended = changed.appended.sorted {
@@ -94,10 +185,8 @@ extension Replica {
                 now.unreadCount += 1
             }
             for (logID, id) in changed.receipted {
-                guard let earlier = before.logs[logID]?.messages[id], earlier.sender != user else { continue }
-                if !Self.hasRead(user, earlier, in: before.logs[logID]!) && Self.hasRead(user, earlier, in: logs[logID]!) {
-                    now.unreadCount -= 1
-                }
+                // Read only grows: a message unread before and read now leaves the count.
+                if prior(logID, id, was)?.wasUnread == true && !isUnread(id, postedTo: logID) { now.unreadCount -= 1 }
             }
         }
         new.conversations[canonical] = now
@@ -116,9 +205,10 @@ extension Replica {
             let position = positions[message.id]!
             new.messages[message.id] = Self.snapshot(
                 of: message, in: log, conversation: canonical, participants: now.participants, position: position)
-            old.messages[message.id] = Self.snapshot(
-                of: before.logs[log.id]!.messages[message.id]!, in: before.logs[log.id]!, conversation: canonical,
-                participants: was.participants, position: position)
+            if var earlier = prior(log.id, message.id, was)?.snapshot {
+                earlier.position = position
+                old.messages[message.id] = earlier
+            }
         }
         return true
     }
@@ -171,17 +261,18 @@ extension Replica {
     /// the messages they posted and the messages their receipts name. Nil when they did
     /// anything else that changes messages (membership, watermarks, deletions, creations,
     /// a rebuilt log after a fork): the group then needs complete views.
-    private func changedMessages(in members: [ConversationID], since before: Replica) -> ChangedMessages? {
+    private func changedMessages(
+        in members: [ConversationID], since orders: [ConversationID: (count: Int, last: OperationID?)]
+    ) -> ChangedMessages? {
         var changed = ChangedMessages()
         var posted: Set<OperationID> = []
         var named: [(ConversationID, OperationID)] = []
         for id in members {
-            guard let earlier = before.logs[id], let log = logs[id] else { return nil }
+            guard let earlier = orders[id], let log = logs[id] else { return nil }
             // A fork rebuilds the log: what it had is then no longer a prefix of what it has.
-            guard log.order.count >= earlier.order.count,
-                earlier.order.isEmpty || log.order[earlier.order.count - 1].id == earlier.order.last!.id
+            guard log.order.count >= earlier.count, earlier.count == 0 || log.order[earlier.count - 1].id == earlier.last
             else { return nil }
-            for signed in log.order[earlier.order.count...] {
+            for signed in log.order[earlier.count...] {
                 switch signed.operation.body {
                 case .postMessage:
                     guard let message = log.messages[signed.id] else { return nil }

@@ -168,41 +168,44 @@ struct Materializer {
 
     /// Inserts a message with its parts and statuses; `isUnread` nil asks the replica.
     func insertMessage(_ snapshot: MessageSnapshot, isUnread: Bool? = nil) throws {
-        let id = Data(snapshot.id.bytes)
-        try db.cachedStatement(sql: """
+        let number = try Int64.fetchOne(try db.cachedStatement(sql: """
             INSERT INTO message (id, conversation, postedTo, sender, sentAt, isUnread, notificationText, notificationSound)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (id) DO UPDATE SET conversation = excluded.conversation, isUnread = excluded.isUnread
-            """).execute(arguments: [
-                id, Data(snapshot.conversation.bytes), Data(snapshot.postedTo.bytes), Data(snapshot.sender.bytes),
-                snapshot.sentAt.databaseValue, isUnread ?? replica.isUnread(snapshot.id, postedTo: snapshot.postedTo),
+            RETURNING number
+            """), arguments: [
+                Data(snapshot.id.bytes), Data(snapshot.conversation.bytes), Data(snapshot.postedTo.bytes),
+                Data(snapshot.sender.bytes), snapshot.sentAt.databaseValue,
+                isUnread ?? replica.isUnread(snapshot.id, postedTo: snapshot.postedTo),
                 snapshot.options.notificationText, snapshot.options.notificationSound,
-            ])
+            ])!
         let part = try db.cachedStatement(sql: """
             INSERT OR REPLACE INTO part (message, "index", mimeType, data) VALUES (?, ?, ?, ?)
             """)
         for (index, messagePart) in snapshot.parts.enumerated() {
-            try part.execute(arguments: [id, index, messagePart.mimeType, Data(messagePart.data)])
+            try part.execute(arguments: [number, index, messagePart.mimeType, Data(messagePart.data)])
         }
-        try writeStatuses(of: snapshot, replacing: false)
+        try writeStatuses(of: snapshot, number: number, replacing: false)
     }
 
     private func updateMessage(_ snapshot: MessageSnapshot, statuses: Bool) throws {
-        try db.cachedStatement(sql: "UPDATE message SET conversation = ?, isUnread = ? WHERE id = ?").execute(arguments: [
-            Data(snapshot.conversation.bytes), replica.isUnread(snapshot.id, postedTo: snapshot.postedTo),
-            Data(snapshot.id.bytes),
-        ])
-        if statuses { try writeStatuses(of: snapshot, replacing: true) }
+        guard let number = try Int64.fetchOne(
+            try db.cachedStatement(sql: "UPDATE message SET conversation = ?, isUnread = ? WHERE id = ? RETURNING number"),
+            arguments: [
+                Data(snapshot.conversation.bytes), replica.isUnread(snapshot.id, postedTo: snapshot.postedTo),
+                Data(snapshot.id.bytes),
+            ])
+        else { return try insertMessage(snapshot) }
+        if statuses { try writeStatuses(of: snapshot, number: number, replacing: true) }
     }
 
-    private func writeStatuses(of snapshot: MessageSnapshot, replacing: Bool) throws {
-        let id = Data(snapshot.id.bytes)
+    private func writeStatuses(of snapshot: MessageSnapshot, number: Int64, replacing: Bool) throws {
         if replacing {
-            try db.cachedStatement(sql: "DELETE FROM receipt WHERE message = ?").execute(arguments: [id])
+            try db.cachedStatement(sql: "DELETE FROM receipt WHERE message = ?").execute(arguments: [number])
         }
         let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO receipt (message, recipient, status) VALUES (?, ?, ?)")
         for (user, status) in snapshot.recipientStatus {
-            try insert.execute(arguments: [id, Data(user.bytes), status.rawValue])
+            try insert.execute(arguments: [number, Data(user.bytes), status.rawValue])
         }
     }
 

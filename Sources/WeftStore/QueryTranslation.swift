@@ -186,7 +186,7 @@ enum QueryTranslation {
     private static func mimeTypeClause(
         _ op: PredicateOperator, _ value: QueryValue, _ arguments: inout [(any DatabaseValueConvertible)?]
     ) throws -> String {
-        let exists = "EXISTS (SELECT 1 FROM part p WHERE p.message = m.id AND p.mimeType"
+        let exists = "EXISTS (SELECT 1 FROM part p WHERE p.message = m.number AND p.mimeType"
         switch (op, value) {
         case (.contains, .string(let type)), (.equal, .string(let type)):
             arguments.append(type)

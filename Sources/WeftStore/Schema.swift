@@ -75,9 +75,12 @@ enum Schema {
             // Messages in their canonical conversation. No position column: a position would
             // have to be rewritten for every later message on each insert before it; readers
             // count over the order index instead (SPEC.md §13.5 order: sentAt, sender, id).
+            // Parts and receipts refer to a message by its row number, which grows with each
+            // insert, so their B-trees are written at the end rather than at random places.
             try db.execute(sql: """
                 CREATE TABLE message (
-                    id BLOB PRIMARY KEY NOT NULL,
+                    number INTEGER PRIMARY KEY,
+                    id BLOB NOT NULL UNIQUE,
                     conversation BLOB NOT NULL REFERENCES conversation(id) DEFERRABLE INITIALLY DEFERRED,
                     postedTo BLOB NOT NULL REFERENCES conversation(id) DEFERRABLE INITIALLY DEFERRED,
                     sender BLOB NOT NULL,
@@ -89,7 +92,7 @@ enum Schema {
                 CREATE INDEX message_on_conversation_order ON message(conversation, sentAt, sender, id);
 
                 CREATE TABLE part (
-                    message BLOB NOT NULL REFERENCES message(id) ON DELETE CASCADE,
+                    message INTEGER NOT NULL REFERENCES message(number) ON DELETE CASCADE,
                     "index" INTEGER NOT NULL,
                     mimeType TEXT NOT NULL,
                     data BLOB NOT NULL,
@@ -97,7 +100,7 @@ enum Schema {
                 );
 
                 CREATE TABLE receipt (
-                    message BLOB NOT NULL REFERENCES message(id) ON DELETE CASCADE,
+                    message INTEGER NOT NULL REFERENCES message(number) ON DELETE CASCADE,
                     recipient BLOB NOT NULL,
                     status INTEGER NOT NULL,
                     PRIMARY KEY (message, recipient)

@@ -118,7 +118,8 @@ extension Store {
     }
 
     static let messageColumns = """
-        SELECT m.id, m.conversation, m.postedTo, m.sender, m.sentAt, m.notificationText, m.notificationSound FROM message m
+        SELECT m.id, m.conversation, m.postedTo, m.sender, m.sentAt, m.notificationText, m.notificationSound, m.number
+        FROM message m
         """
 
     /// Snapshots for message rows (in `messageColumns` order), with their parts, statuses and
@@ -132,9 +133,11 @@ extension Store {
             var id: Data
         }
         let keys = rows.map { Key(conversation: $0[1], sentAt: $0[4], sender: $0[3], id: $0[0]) }
-        var parts: [Data: [MessagePart]] = [:]
-        var statuses: [Data: [UserID: RecipientStatus]] = [:]
-        for chunk in keys.map(\.id).chunked(500) {
+        // Parts and statuses by message row number.
+        var parts: [Int64: [MessagePart]] = [:]
+        var statuses: [Int64: [UserID: RecipientStatus]] = [:]
+        let numbers: [Int64] = rows.map { $0[7] }
+        for chunk in numbers.chunked(500) {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
             for row in try Row.fetchAll(
                 db, sql: "SELECT message, mimeType, data FROM part WHERE message IN (\(marks)) ORDER BY message, \"index\"",
@@ -204,8 +207,8 @@ extension Store {
                 OperationID(bytes: [UInt8](key.id))!, conversation: ConversationID(bytes: [UInt8](key.conversation))!,
                 postedTo: ConversationID(bytes: [UInt8](row[2] as Data))!,
                 sender: PublicIdentity(unvalidatedBytes: [UInt8](key.sender)), sentAt: HLCTimestamp(databaseValue: key.sentAt),
-                parts: parts[key.id] ?? [], options: MessageOptions(notificationText: row[5], notificationSound: row[6]),
-                position: positions[key.id]!, recipientStatus: statuses[key.id] ?? [:])
+                parts: parts[numbers[index]] ?? [], options: MessageOptions(notificationText: row[5], notificationSound: row[6]),
+                position: positions[key.id]!, recipientStatus: statuses[numbers[index]] ?? [:])
         }
     }
 

@@ -46,7 +46,13 @@ public final class Store: Sendable {
             // GRDB picks NORMAL for WAL, which can lose the last commits on power loss (never on
             // a process crash). A message accepted for sending must survive both: FULL syncs
             // the WAL on every commit. Only the writer connection commits.
-            try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
+            // The writer's page cache (64 MiB, SQLite's default is 2 MiB) holds the indexes that
+            // writes reach at random (operation and message identifiers) in large stores;
+            // readers keep the default, so a process that only queries stays small.
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                try db.execute(sql: "PRAGMA cache_size = -65536")
+            }
             database = pool
         } else {
             database = try DatabaseQueue(configuration: configuration)

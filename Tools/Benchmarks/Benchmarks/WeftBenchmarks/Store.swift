@@ -198,7 +198,7 @@ enum StoreFixtures {
     /// changes with the schema or the generator).
     @discardableResult
     static func largeStore() throws -> URL {
-        let directory = URL(fileURLWithPath: "/tmp/weft-benchmarks/store-\(largeConversations)x\(largeMessagesPerConversation)-v1")
+        let directory = URL(fileURLWithPath: "/tmp/weft-benchmarks/store-\(largeConversations)x\(largeMessagesPerConversation)-v2")
         let complete = directory.appendingPathComponent("complete")
         if FileManager.default.fileExists(atPath: complete.path) { return directory }
         try? FileManager.default.removeItem(at: directory)

@@ -111,6 +111,9 @@ struct CrashTests {
 
     @Test("killed at several moments while writing, the reopened store holds whole batches only, every committed one, tables equal to the replica rebuilt from the log, and the outbox entries of every local message")
     func killedWhileWriting() async throws {
+        try #require(
+            FileManager.default.isExecutableFile(atPath: storeWriterBinary.path),
+            "\(storeWriterBinary.path) is missing: build it first (swift build --build-tests)")
         let directory = try TemporaryDirectory()
         // (commits to wait for; then when to kill during the next write: nil as soon as the
         // WAL file changes, which is SQLite writing the transaction's pages; else this

@@ -68,6 +68,28 @@ func registerStoreBenchmarks() {
         },
         setup: { try ApplyFixture(batches: StoreFixtures.receivedBatches(count: batchCount, size: 1_000)) })
 
+    // Two peers' batches at once, for conversations of their own (as a node syncing with two
+    // peers): one batch's signatures are checked while the other is written (the store checks
+    // signatures outside its lock). ops/s = 2,000 x throughput.
+    let concurrentBatchCount = 20
+    Benchmark(
+        "Store: apply 2 x 1,000 received messages from two peers at once",
+        configuration: .init(
+            metrics: [.throughput, .wallClock], warmupIterations: 0, maxDuration: .seconds(30),
+            maxIterations: concurrentBatchCount),
+        closure: { (benchmark: Benchmark, fixture: ConcurrentApplyFixture) in
+            for _ in benchmark.scaledIterations {
+                let failures = fixture.applyNext()
+                if !failures.isEmpty { benchmark.error(failures.joined(separator: "; ")) }
+            }
+        },
+        setup: {
+            try ConcurrentApplyFixture(streams: [
+                StoreFixtures.receivedBatches(count: concurrentBatchCount, size: 1_000, stream: 0),
+                StoreFixtures.receivedBatches(count: concurrentBatchCount, size: 1_000, stream: 1),
+            ])
+        })
+
     // MARK: - A million messages
 
     // Builds the cached store if it is missing (a minute or so, once); the benchmarks after it
@@ -151,11 +173,12 @@ enum StoreFixtures {
     }
 
     /// `count` batches of `size` signed messages from the three peers across four
-    /// conversations (the first batch creates them), valid in this order.
-    static func receivedBatches(count: Int, size: Int) -> [[SignedOperation]] {
+    /// conversations (the first batch creates them), valid in this order. Streams differ in
+    /// their conversations.
+    static func receivedBatches(count: Int, size: Int, stream: Int = 0) -> [[SignedOperation]] {
         var authors = peers.map { Author(identity: $0) }
         var replica = Replica(localUser: local.publicKey)
-        var now = wallMilliseconds - 10_000_000
+        var now = wallMilliseconds - 10_000_000 + UInt64(stream)
         var batches: [[SignedOperation]] = []
         var conversations: [ConversationID] = []
         var senders: [[Int]] = []  // per conversation: the authors in it (no membership changes here)
@@ -238,6 +261,50 @@ final class ApplyFixture: @unchecked Sendable {
     }
 
     deinit { try? FileManager.default.removeItem(at: directory) }
+}
+
+/// A store on disk and two streams of batches, one batch of each applied at once per iteration.
+final class ConcurrentApplyFixture: @unchecked Sendable {
+    // @unchecked: `index` changes only between iterations, on the benchmark's thread.
+    let store: Store
+    private let streams: [[[SignedOperation]]]
+    private var index = 0
+    private let directory: URL
+
+    init(streams: [[[SignedOperation]]]) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("weft-bench-apply2-\(UUID().uuidString)")
+        store = try Store(directory: directory, localUser: StoreFixtures.local.publicKey)
+        self.streams = streams
+    }
+
+    /// Applies the next batch of every stream, each on its own thread; returns what went wrong.
+    func applyNext() -> [String] {
+        guard index < streams[0].count else { return ["ran out of prepared batches"] }
+        let batches = streams.map { $0[index] }
+        index += 1
+        let failures = FailureList()
+        DispatchQueue.concurrentPerform(iterations: batches.count) { stream in
+            do {
+                let applied = try store.apply(received: batches[stream], wallMilliseconds: StoreFixtures.wallMilliseconds)
+                if applied.report.accepted.count != batches[stream].count {
+                    failures.add("stream \(stream): \(applied.report.accepted.count) of \(batches[stream].count) accepted")
+                }
+            } catch {
+                failures.add("stream \(stream): \(error)")
+            }
+        }
+        return failures.all
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+}
+
+final class FailureList: @unchecked Sendable {
+    // @unchecked: every access holds `lock`.
+    private var items: [String] = []
+    private let lock = NSLock()
+    func add(_ item: String) { lock.lock(); items.append(item); lock.unlock() }
+    var all: [String] { lock.lock(); defer { lock.unlock() }; return items }
 }
 
 struct LargeStoreFixture: Sendable {

@@ -328,8 +328,9 @@ public actor WeftClient {
         return built
     }
 
+    /// Messages still waiting in the outbox (`Store.outbox()` lists only those).
     private func unsentMessages() throws(WeftError) -> Set<OperationID> {
-        Set(try storeCall { try store.outbox() }.filter { $0.state == .waiting }.map(\.message))
+        Set(try storeCall { try store.outbox() }.map(\.message))
     }
 
     private func wrap(_ snapshot: MessageSnapshot) throws(WeftError) -> Message {

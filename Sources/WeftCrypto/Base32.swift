@@ -27,13 +27,23 @@ enum Base32 {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// Nil for a character outside the alphabet or non-zero trailing bits.
-    static func decode(_ text: Substring) -> [UInt8]? {
+    /// Why a text is not canonical base32.
+    enum DecodingFailure: Error, Equatable {
+        /// A character outside the alphabet (padding and whitespace included).
+        case invalidCharacter
+        /// The last character leaves 5 or more unused bits: no byte count encodes to that length.
+        case impossibleLength
+        /// The unused bits of the last character are not zero: another text encodes these bytes.
+        case nonZeroTrailingBits
+    }
+
+    /// Decodes canonical base32; any other text throws the reason.
+    static func decode(_ text: Substring) throws(DecodingFailure) -> [UInt8] {
         var out: [UInt8] = []
         var buffer: UInt32 = 0
         var bits = 0
         for c in text.utf8 {
-            guard let value = reverse[c] else { return nil }
+            guard let value = reverse[c] else { throw .invalidCharacter }
             buffer = (buffer << 5) | UInt32(value)
             bits += 5
             if bits >= 8 {
@@ -41,7 +51,8 @@ enum Base32 {
                 bits -= 8
             }
         }
-        guard bits < 5, buffer & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
+        guard bits < 5 else { throw .impossibleLength }
+        guard buffer & ((1 << UInt32(bits)) - 1) == 0 else { throw .nonZeroTrailingBits }
         return out
     }
 }

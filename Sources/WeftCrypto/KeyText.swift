@@ -21,8 +21,16 @@ struct KeyText: Sendable {
         guard trimmed.lowercased().hasPrefix(prefix) else {
             throw failure("a \(what) starts with \"\(prefix)\"")
         }
-        guard let bytes = Base32.decode(trimmed.dropFirst(prefix.count)) else {
-            throw failure("the \(what) holds characters outside a-z and 2-7")
+        let bytes: [UInt8]
+        do {
+            bytes = try Base32.decode(trimmed.dropFirst(prefix.count))
+        } catch {
+            switch error {
+            case .invalidCharacter: throw failure("the \(what) holds characters outside a-z and 2-7")
+            case .impossibleLength: throw failure("the \(what) has the wrong length")
+            case .nonZeroTrailingBits:
+                throw failure("the \(what) ends in a character whose unused trailing bits are not zero (a mistyped last character?)")
+            }
         }
         guard bytes.count == Self.keyByteCount + Self.checksumByteCount else {
             throw failure("the \(what) has the wrong length")

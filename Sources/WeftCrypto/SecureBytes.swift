@@ -13,6 +13,17 @@ public struct SecureBytes: Sendable, Equatable, ContiguousBytes, CustomStringCon
         self.storage = storage
     }
 
+    /// Builds a secret of at most `capacity` bytes read in pieces (a file, a terminal line):
+    /// `fill` writes into the whole capacity and returns how many bytes the secret keeps. The
+    /// whole capacity is wiped when freed, so input never passes through memory that is not.
+    public init(capacity: Int, fill: (UnsafeMutableRawBufferPointer) throws -> Int) rethrows {
+        let storage = Storage(count: capacity)
+        let kept = try fill(storage.mutableBytes)
+        precondition((0...capacity).contains(kept), "fill kept \(kept) bytes of a \(capacity)-byte capacity")
+        storage.count = kept
+        self.storage = storage
+    }
+
     /// Copies `bytes` into wiped-on-free memory. Wipe your own copy if you own it.
     public init(copying bytes: some ContiguousBytes) {
         let count = bytes.withUnsafeBytes { $0.count }
@@ -51,12 +62,13 @@ public struct SecureBytes: Sendable, Equatable, ContiguousBytes, CustomStringCon
 
     /// Heap storage at a stable address; wiped over its whole capacity in `deinit`.
     ///
-    /// `@unchecked Sendable`: the bytes are written only inside `SecureBytes.init`, before the
-    /// storage is shared, and are read-only afterwards.
+    /// `@unchecked Sendable`: the bytes and `count` are written only inside `SecureBytes.init`,
+    /// before the storage is shared, and are read-only afterwards.
     private final class Storage: @unchecked Sendable {
         /// The whole allocation; at least one byte so the pointer is always valid.
         private let allocation: UnsafeMutableRawBufferPointer
-        let count: Int
+        /// The secret's length, at most the allocation's.
+        var count: Int
 
         var mutableBytes: UnsafeMutableRawBufferPointer {
             UnsafeMutableRawBufferPointer(rebasing: allocation[0..<count])

@@ -291,6 +291,12 @@ public struct ConnectionStateMachine: Sendable {
 
         switch (role, messageNumber) {
         case (.responder, 1):
+            // Message 1's payload travels in the clear and means nothing in version 1: a
+            // non-empty one is refused rather than ignored (SPEC.md §3.2).
+            guard payload.isEmpty else {
+                end(.handshakeFailed, "handshake message 1 from the peer carries a \(payload.count)-byte payload; it must be empty", into: &output)
+                return false
+            }
             // Message 2: <- e, ee, s, es with our node info.
             guard writeHandshakeMessage(&handshake, payload: configuration.localInfo.bytes, into: &output) else { return false }
             state = .handshaking(handshake, deadline: deadline)

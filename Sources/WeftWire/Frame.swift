@@ -83,18 +83,18 @@ public enum Frame: Hashable, Sendable {
         switch type {
         case .ping, .pong:
             guard buffer.readableBytes == 8, let value = buffer.readInteger(as: UInt64.self) else {
-                throw .malformed("a \(type) frame carries 8 bytes, not \(buffer.readableBytes)")
+                throw .malformed("\(type.withArticle) frame carries 8 bytes, not \(buffer.readableBytes)")
             }
             return type == .ping ? .ping(value) : .pong(value)
         case .close, .error:
             guard let code = buffer.readInteger(as: UInt16.self) else {
-                throw .malformed("a \(type) frame is shorter than its code")
+                throw .malformed("\(type.withArticle) frame is shorter than its code")
             }
             guard buffer.readableBytes <= WireConstants.maxReasonTextByteCount else {
-                throw .malformed("a \(type) frame's text is longer than \(WireConstants.maxReasonTextByteCount) bytes")
+                throw .malformed("\(type.withArticle) frame's text is longer than \(WireConstants.maxReasonTextByteCount) bytes")
             }
             guard let text = String(validating: buffer.readableBytesView, as: UTF8.self)
-            else { throw .malformed("a \(type) frame's text is not valid UTF-8") }
+            else { throw .malformed("\(type.withArticle) frame's text is not valid UTF-8") }
             return type == .close ? .close(CloseCode(rawValue: code), text) : .error(ErrorCode(rawValue: code), text)
         case .rekey:
             guard buffer.readableBytes == 0 else { throw .malformed("a rekey frame has no payload") }
@@ -102,5 +102,13 @@ public enum Frame: Hashable, Sendable {
         case .data:
             return .data(buffer)
         }
+    }
+}
+
+extension Frame.FrameType {
+    /// The type's name after its indefinite article ("a ping", "an error"), for error texts.
+    var withArticle: String {
+        let name = "\(self)"
+        return ("aeiou".contains(name.first ?? "x") ? "an " : "a ") + name
     }
 }

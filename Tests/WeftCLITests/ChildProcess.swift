@@ -80,6 +80,16 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     func terminate() { if process.isRunning { process.terminate() } }
+
+    /// SIGKILL: the process gets no chance to clean up, as in a crash or power loss.
+    func kill() { if process.isRunning { _ = Foundation.kill(process.processIdentifier, SIGKILL) } }
+
+    /// SIGKILL after `delay`, timed by a dispatch timer: the moment stays precise even while
+    /// the test's cooperative threads are busy.
+    func kill(after delay: Duration) {
+        let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [self] in kill() }
+    }
 }
 
 /// Runs weft to completion.

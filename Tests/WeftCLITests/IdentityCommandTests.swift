@@ -40,6 +40,50 @@ struct IdentityCommandTests {
         #expect(created.stdout.contains(printed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
     }
 
+    @Test("~ is $HOME: with no --home and no WEFT_HOME the home is $HOME/.weft")
+    func homeFromHOME() async throws {
+        let dir = try TemporaryDirectory()
+        let created = try await weft(
+            "init", "--name", "h", "--new-mesh", "--no-passphrase", environment: ["HOME": dir.path("user")])
+        #expect(created.status == 0, "\(created.stderr)")
+        #expect(FileManager.default.fileExists(atPath: dir.path("user/.weft/identity.key")))
+    }
+
+    /// How a passphrase file becomes passphrase bytes (SPEC.md §10): one LF, then one CR
+    /// before it, are the file's line ending; everything else is the passphrase.
+    static let passphraseFiles: [(file: [UInt8], passphrase: String)] = [
+        (Array("plain".utf8), "plain"),
+        (Array("line\n".utf8), "line"),
+        (Array("windows\r\n".utf8), "windows"),
+        (Array("two lines\n\n".utf8), "two lines\n"),
+        (Array("  spaces kept \n".utf8), "  spaces kept "),
+        (Array("cr only\r".utf8), "cr only"),
+        (Array("naïve ☃\n".utf8), "naïve ☃"),
+    ]
+
+    @Test("a passphrase file's bytes, less one line ending, are the passphrase", arguments: 0..<passphraseFiles.count)
+    func passphraseFileBytes(index: Int) async throws {
+        let dir = try TemporaryDirectory()
+        let (contents, passphrase) = Self.passphraseFiles[index]
+        let pass = dir.path("pass")
+        try Data(contents).write(to: URL(fileURLWithPath: pass))
+        let created = try await weft("init", "--home", dir.path("h"), "--name", "p", "--new-mesh", "--passphrase-file", pass)
+        #expect(created.status == 0, "\(created.stderr)")
+        let file = try [UInt8](Data(contentsOf: URL(fileURLWithPath: dir.path("h/identity.key"))))
+        _ = try SealedIdentity.open(file, passphrase: SecureBytes(copying: Array(passphrase.utf8)))
+    }
+
+    @Test("an empty or over-long passphrase file is refused with one sentence", arguments: ["\n", String(repeating: "x", count: 1025)])
+    func badPassphraseFile(contents: String) async throws {
+        let dir = try TemporaryDirectory()
+        let pass = try dir.write("pass", contents)
+        let created = try await weft("init", "--home", dir.path("h"), "--name", "p", "--new-mesh", "--passphrase-file", pass)
+        #expect(created.status != 0)
+        #expect(lines(created.stderr).count == 1, "\(created.stderr)")
+        #expect(created.stderr.contains("empty") || created.stderr.contains("more than 1024 bytes"), "\(created.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.path("h/identity.key")))
+    }
+
     @Test("--no-passphrase says clearly that the key is unprotected")
     func unprotected() async throws {
         let dir = try TemporaryDirectory()

@@ -77,6 +77,26 @@ struct UserIdentifierTests {
         expectInvalid(String(text.prefix(5) + text.dropFirst(6)), "one character missing inside")
     }
 
+    @Test("a last character with non-zero unused bits is refused for that reason")
+    func nonZeroTrailingBits() {
+        // 288 bits fill 58 characters with 2 unused bits: flipping them changes no byte.
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567")
+        let characters = Array(Self.identifier)
+        let last = alphabet.firstIndex(of: characters.last!)!
+        #expect(last & 0b11 == 0, "an encoder writes the unused bits as zero")
+        for bits in 1...3 {
+            let text = String(characters.dropLast()) + String(alphabet[last | bits])
+            do throws(WeftCryptoError) {
+                _ = try UserIdentifier.decode(text)
+                Issue.record("\(text) parsed")
+            } catch {
+                #expect(error.isInvalidIdentifier)
+                #expect(error.description.contains("unused trailing bits are not zero"), "\(error)")
+                #expect(!error.description.contains("outside a-z"), "\(error)")
+            }
+        }
+    }
+
     @Test("upper case is accepted")
     func upperCase() throws {
         #expect(try UserIdentifier.decode(Self.identifier.uppercased()) == Self.identity)

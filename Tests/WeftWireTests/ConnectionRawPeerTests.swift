@@ -85,6 +85,20 @@ struct ConnectionRawPeerTests {
         #expect(reply.readableBytes == 0)
     }
 
+    @Test("a message 1 with a payload is refused: the responder writes nothing more and closes")
+    func message1WithPayload() throws {
+        var machine = Self.machine(.responder)
+        var peer = try Self.handshake(.initiator, identity: .generate())
+        #expect(Self.written(machine.start(now: Self.now)) == Preamble().bytes)
+        _ = machine.receive(ByteBuffer(bytes: Preamble().bytes), now: Self.now)
+        let message1 = try peer.writeMessage(payload: Array("hello".utf8))
+        let actions = machine.receive(ByteBuffer(bytes: Self.record(message1)), now: Self.now)
+        #expect(Self.written(actions).isEmpty, "no message 2")
+        #expect(Self.closes(actions).map(\.kind) == [.handshakeFailed])
+        #expect(Self.closes(actions).first?.detail.contains("message 1") == true)
+        #expect(Self.closes(actions).first?.detail.contains("must be empty") == true)
+    }
+
     @Test("a responder whose node info names another identity than its Noise key is rejected")
     func forgedResponderIdentity() throws {
         var machine = Self.machine(.initiator)

@@ -67,6 +67,19 @@ struct FrameTests {
         }
     }
 
+    @Test("error texts name each frame type with its article")
+    func articles() {
+        // An ERROR frame of one byte is cut inside its code: "an error frame", never "a error frame".
+        for (type, expected) in [(Frame.FrameType.error, "an error frame"), (.close, "a close frame"), (.ping, "a ping frame")] {
+            do throws(WeftWireError) {
+                _ = try Frame.read(from: ByteBuffer(bytes: [type.rawValue, 0, 1]))
+                Issue.record("a truncated \(type) frame parsed")
+            } catch {
+                #expect(error.description.contains(expected), "\(error)")
+            }
+        }
+    }
+
     @Test("a sealed record: every prefix needs more bytes and consumes nothing", arguments: samples)
     func truncatedRecord(frame: Frame) throws {
         var (sender, receiver) = TransportCodec.pair()

@@ -93,6 +93,9 @@ final class ChangeSubscribers: Sendable {
 
     var latestNumber: UInt64 { state.withLock { $0.published } }
 
+    /// How many streams are subscribed.
+    var count: Int { state.withLock { $0.continuations.count } }
+
     func subscribe(limit: Int) -> ChangeStream {
         let (stream, continuation) = AsyncStream.makeStream(of: CommittedChanges.self, bufferingPolicy: .bufferingNewest(limit))
         let first = state.withLock { state in

@@ -20,11 +20,14 @@ extension Store {
         in applied: inout Applied, lease: inout ReplicaLease, db: Database, localUser: UserID, signer: LocalSigner
     ) throws {
         var byLog: [ConversationID: [OperationID]] = [:]
+        // Asked once per log: the answer costs a conversation snapshot.
+        var participates: [ConversationID: Bool] = [:]
         for change in applied.changes.messages where change.kind == .create {
-            guard let message = change.snapshot, message.sender != localUser, message.recipientStatus[localUser] == .sent,
-                lease.replica.isParticipant(localUser, of: message.postedTo)
-            else { continue }
-            byLog[message.postedTo, default: []].append(message.id)
+            guard let message = change.snapshot, message.sender != localUser, message.recipientStatus[localUser] == .sent else { continue }
+            let log = message.postedTo
+            if participates[log] == nil { participates[log] = lease.replica.isParticipant(localUser, of: log) }
+            guard participates[log] == true else { continue }
+            byLog[log, default: []].append(message.id)
         }
         guard !byLog.isEmpty else { return }
         let slices = byLog.sorted { $0.key < $1.key }.map { log, ids in (log: log, slices: ids.sorted().chunked(receiptLimit)) }

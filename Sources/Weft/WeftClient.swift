@@ -194,8 +194,10 @@ public actor WeftClient {
     // MARK: - Changes
 
     /// A new stream of change batches, from now on: one per commit of the store, whoever wrote
-    /// (this client, peers through replication, the outbox). See `ObjectChanges.missedBatches`
-    /// for what a subscriber that falls behind loses.
+    /// (this client, peers through replication, the outbox), empty when the commit changed
+    /// nothing the client shows (an outbox attempt). The store keeps at most
+    /// `Store.changeBufferLimit` batches for a subscriber that falls behind, dropping the oldest:
+    /// `ObjectChanges.missedBatches` on the next batch says how many it lost.
     nonisolated public func changes() -> ObjectChangeStream {
         ObjectChangeStream(base: store.changes(), localUser: localUser)
     }

@@ -36,9 +36,6 @@ public final class Mailbox: Sendable {
 
     public var localUser: UserID { store.localUser }
 
-    /// The wall clock reading the mailbox stamps operations with.
-    public var now: UInt64 { wallClock() }
-
     // MARK: - Receiving
 
     /// Applies operations received from peers (see `Store.apply(received:wallMilliseconds:)`)

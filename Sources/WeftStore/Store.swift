@@ -233,8 +233,9 @@ public final class Store: Sendable {
             let current = CurrentSnapshots(db: db)
             let (report, changes) = lease.apply(accepted, current: current.read)
             try current.check()
-            let materializer = Materializer(db: db, replica: lease.replica, localUser: localUser)
-            try materializer.writeLog(batch: accepted, report: report)
+            // No Materializer outlives its use: one holding the replica while the receipts
+            // change it would make the replica copy the logs they touch.
+            try Materializer(db: db, replica: lease.replica, localUser: localUser).writeLog(batch: accepted, report: report)
             var applied = Applied(report: report, refused: refusals, changes: changes)
             if let signer {
                 try Self.acknowledgeDelivery(in: &applied, lease: &lease, db: db, localUser: localUser, signer: signer)

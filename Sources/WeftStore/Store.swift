@@ -44,6 +44,7 @@ public final class Store: Sendable {
         /// a replica built from a read that a commit overtook is not kept.
         var generation: UInt64 = 0
     }
+
     /// Opens (or creates) a store.
     /// - Parameters:
     ///   - directory: where `weft.sqlite` lives (created if missing); nil keeps the store in

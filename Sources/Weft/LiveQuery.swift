@@ -49,40 +49,54 @@ public struct LiveQueryUpdate<Result: Sendable & Equatable>: Sendable, Equatable
 
 extension WeftClient {
     /// A live query over conversations: the first update holds every result as an insert; each
-    /// later one comes after a change that altered the results.
-    public func liveQuery(_ query: ConversationQuery) -> AsyncThrowingStream<LiveQueryUpdate<Conversation>, any Error> {
-        live { client in try await client.conversations(query) } key: { $0.id }
+    /// later one comes after a commit that altered the results.
+    nonisolated public func liveQuery(_ query: ConversationQuery) -> LiveQuery<Conversation> {
+        LiveQuery(changes: store.changes(), run: { client in try await client.conversations(query) }, client: self)
     }
 
     /// A live query over messages.
-    public func liveQuery(_ query: MessageQuery) -> AsyncThrowingStream<LiveQueryUpdate<Message>, any Error> {
-        live { client in try await client.messages(query) } key: { $0.id }
+    nonisolated public func liveQuery(_ query: MessageQuery) -> LiveQuery<Message> {
+        LiveQuery(changes: store.changes(), run: { client in try await client.messages(query) }, client: self)
+    }
+}
+
+/// The updates of a live query. Pull-based: the query runs again when the consumer asks for the
+/// next update and a commit happened since, so nothing piles up behind a slow consumer but the
+/// store's bounded change buffer (and a batch lost from it changes nothing: the query re-runs).
+/// Subscribed when created: commits after that are not missed.
+public struct LiveQuery<Result: Sendable & Equatable & Identifiable>: AsyncSequence, Sendable {
+    public typealias Element = LiveQueryUpdate<Result>
+    public typealias Failure = any Error
+
+    let changes: ChangeStream
+    let run: @Sendable (WeftClient) async throws -> [Result]
+    let client: WeftClient
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(changes: changes.makeAsyncIterator(), run: run, client: client)
     }
 
-    private func live<Result: Sendable & Equatable, Key: Hashable>(
-        _ run: @escaping @Sendable (WeftClient) async throws -> [Result], key: @escaping @Sendable (Result) -> Key
-    ) -> AsyncThrowingStream<LiveQueryUpdate<Result>, any Error> {
-        let (changes, subscription) = subscribe()
-        return AsyncThrowingStream { continuation in
-            let task = Task {
-                do {
-                    var current = try await run(self)
-                    continuation.yield(LiveQueryUpdate.diff(from: [], to: current, key: key))
-                    for await _ in changes {
-                        let next = try await run(self)
-                        let update = LiveQueryUpdate.diff(from: current, to: next, key: key)
-                        current = next
-                        if !update.isEmpty { continuation.yield(update) }
-                    }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
+    public struct Iterator: AsyncIteratorProtocol {
+        var changes: ChangeStream.Iterator
+        let run: @Sendable (WeftClient) async throws -> [Result]
+        let client: WeftClient
+        var current: [Result]?
+
+        public mutating func next() async throws -> LiveQueryUpdate<Result>? {
+            guard let previous = current else {
+                let first = try await run(client)
+                current = first
+                return LiveQueryUpdate.diff(from: [], to: first, key: \.id)
             }
-            continuation.onTermination = { _ in
-                task.cancel()
-                Task { await self.unsubscribe(subscription) }
+            var last = previous
+            while await changes.next() != nil {
+                let next = try await run(client)
+                let update = LiveQueryUpdate.diff(from: last, to: next, key: \.id)
+                last = next
+                current = next
+                if !update.isEmpty { return update }
             }
+            return nil
         }
     }
 }

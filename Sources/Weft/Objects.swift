@@ -15,7 +15,7 @@ public struct ConversationOptions: Sendable {
 }
 
 /// A conversation as the client sees it.
-public struct Conversation: Hashable, Sendable {
+public struct Conversation: Hashable, Sendable, Identifiable {
     public let id: ConversationID
     public var identifier: URL { WeftIdentifier.conversation(id).url }
     /// Conversations merged into this one; looking any of them up returns this one.
@@ -62,7 +62,7 @@ extension MessagePart {
 }
 
 /// A message as the client sees it.
-public struct Message: Hashable, Sendable {
+public struct Message: Hashable, Sendable, Identifiable {
     public let id: OperationID
     public var identifier: URL { WeftIdentifier.message(id).url }
     public let conversation: ConversationID
@@ -97,20 +97,3 @@ public struct Message: Hashable, Sendable {
     }
 }
 
-/// One object change, as the SDK's change notifications describe it.
-public struct ObjectChange: Sendable, Equatable {
-    public enum Object: Sendable, Equatable {
-        case conversation(Conversation)
-        case message(Message)
-        /// A deleted object, by identifier.
-        case deleted(WeftIdentifier)
-    }
-
-    public typealias Kind = ChangeSet.Kind
-    public let object: Object
-    public let kind: Kind
-    /// For updates: which property changed, and its old and new values.
-    public let property: String?
-    public let oldValue: ChangeSet.Value
-    public let newValue: ChangeSet.Value
-}

@@ -33,10 +33,31 @@ public struct ChangeSet: Sendable, Equatable {
     }
 
     public struct ConversationChange: Sendable, Equatable {
+        /// The properties of a conversation an update can name, in the order a change set
+        /// lists them. A typed key: a reader that switches over it cannot miss one by a typo.
+        public enum Property: Int, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+            case participants, isDistinct, metadata, mergedIDs, messageCount, unreadCount, lastMessageAt
+
+            /// The `ConversationSnapshot` property's name, for logs.
+            public var name: String {
+                switch self {
+                case .participants: "participants"
+                case .isDistinct: "isDistinct"
+                case .metadata: "metadata"
+                case .mergedIDs: "mergedIDs"
+                case .messageCount: "messageCount"
+                case .unreadCount: "unreadCount"
+                case .lastMessageAt: "lastMessageAt"
+                }
+            }
+
+            public var description: String { name }
+        }
+
         public var id: ConversationID
         public var kind: Kind
-        /// For updates: the property name, old value, new value.
-        public var property: String?
+        /// For updates: the property, old value, new value.
+        public var property: Property?
         public var oldValue: Value
         public var newValue: Value
         /// The conversation as it is now (nil for a delete).
@@ -44,9 +65,25 @@ public struct ChangeSet: Sendable, Equatable {
     }
 
     public struct MessageChange: Sendable, Equatable {
+        /// The properties of a message an update can name, in the order a change set lists them.
+        public enum Property: Int, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+            case conversation, position, recipientStatus
+
+            /// The `MessageSnapshot` property's name, for logs.
+            public var name: String {
+                switch self {
+                case .conversation: "conversation"
+                case .position: "position"
+                case .recipientStatus: "recipientStatus"
+                }
+            }
+
+            public var description: String { name }
+        }
+
         public var id: OperationID
         public var kind: Kind
-        public var property: String?
+        public var property: Property?
         public var oldValue: Value
         public var newValue: Value
         public var snapshot: MessageSnapshot?
@@ -136,23 +173,25 @@ extension ChangeSet {
         }
     }
 
-    private static func conversationProperties(_ a: ConversationSnapshot, _ b: ConversationSnapshot) -> [(String, Value, Value)] {
+    private static func conversationProperties(
+        _ a: ConversationSnapshot, _ b: ConversationSnapshot
+    ) -> [(ConversationChange.Property, Value, Value)] {
         [
-            ("participants", .users(a.participants), .users(b.participants)),
-            ("isDistinct", .bool(a.isDistinct), .bool(b.isDistinct)),
-            ("metadata", .metadata(a.metadata), .metadata(b.metadata)),
-            ("mergedIDs", .conversations(a.mergedIDs), .conversations(b.mergedIDs)),
-            ("messageCount", .int(a.messageCount), .int(b.messageCount)),
-            ("unreadCount", .int(a.unreadCount), .int(b.unreadCount)),
-            ("lastMessageAt", a.lastMessageAt.map(Value.timestamp) ?? .none, b.lastMessageAt.map(Value.timestamp) ?? .none),
+            (.participants, .users(a.participants), .users(b.participants)),
+            (.isDistinct, .bool(a.isDistinct), .bool(b.isDistinct)),
+            (.metadata, .metadata(a.metadata), .metadata(b.metadata)),
+            (.mergedIDs, .conversations(a.mergedIDs), .conversations(b.mergedIDs)),
+            (.messageCount, .int(a.messageCount), .int(b.messageCount)),
+            (.unreadCount, .int(a.unreadCount), .int(b.unreadCount)),
+            (.lastMessageAt, a.lastMessageAt.map(Value.timestamp) ?? .none, b.lastMessageAt.map(Value.timestamp) ?? .none),
         ]
     }
 
-    private static func messageProperties(_ a: MessageSnapshot, _ b: MessageSnapshot) -> [(String, Value, Value)] {
+    private static func messageProperties(_ a: MessageSnapshot, _ b: MessageSnapshot) -> [(MessageChange.Property, Value, Value)] {
         [
-            ("conversation", .conversation(a.conversation), .conversation(b.conversation)),
-            ("position", .int(a.position), .int(b.position)),
-            ("recipientStatus", .statuses(a.recipientStatus), .statuses(b.recipientStatus)),
+            (.conversation, .conversation(a.conversation), .conversation(b.conversation)),
+            (.position, .int(a.position), .int(b.position)),
+            (.recipientStatus, .statuses(a.recipientStatus), .statuses(b.recipientStatus)),
         ]
     }
 }

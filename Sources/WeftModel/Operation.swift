@@ -113,7 +113,8 @@ public struct Operation: Hashable, Sendable {
     public static let formatVersion: UInt8 = 1
     /// Largest canonical encoding: an operation must fit in one DATA frame with room to spare.
     public static let maxByteCount = 512 * 1024
-    static let maxItems = 4096
+    /// Most users a participant list may hold (SPEC.md §12.3).
+    public static let maxItems = 4096
 
     public var author: UserID
     public var conversation: ConversationID

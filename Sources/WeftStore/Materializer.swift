@@ -7,6 +7,9 @@ import WeftModel
 /// snapshots. After it, the tables equal what `Replica.conversation(_:)` and
 /// `Replica.messages(in:)` say.
 struct Materializer {
+    typealias ConversationChange = ChangeSet.ConversationChange
+    typealias MessageChange = ChangeSet.MessageChange
+
     let db: Database
     let replica: Replica
     let localUser: UserID
@@ -18,7 +21,8 @@ struct Materializer {
         try materialize(changes)
     }
 
-    private func writeLog(batch: [SignedOperation], report: Replica.Report) throws {
+    /// Writes the log rows for what the replica decided about `batch`.
+    func writeLog(batch: [SignedOperation], report: Replica.Report) throws {
         var byID: [OperationID: SignedOperation] = [:]
         byID.reserveCapacity(batch.count)
         for signed in batch { byID[signed.id] = signed }
@@ -44,14 +48,14 @@ struct Materializer {
         let forked = try Set(report.rejected.filter { $0.1.reason == .equivocation }.compactMap { id, _ in
             try byID[id]?.operation.conversation
                 ?? Data.fetchOne(db, sql: "SELECT conversation FROM operation WHERE id = ?", arguments: [Data(id.bytes)])
-                .flatMap { ConversationID(bytes: [UInt8]($0)) }
+                .map { try Stored.conversationID($0, "operation.conversation") }
         })
         for conversation in forked {
             let accepted = try Data.fetchAll(
                 db, sql: "SELECT id FROM operation WHERE conversation = ? AND status = 'accepted'",
                 arguments: [Data(conversation.bytes)])
             for idData in accepted {
-                let id = OperationID(bytes: [UInt8](idData))!
+                let id = try Stored.operationID(idData, "operation.id")
                 guard !replica.isKnown(id, in: conversation) else { continue }
                 order += 1
                 try update.execute(arguments: [
@@ -77,16 +81,17 @@ struct Materializer {
 
     // MARK: - Conversations and messages
 
-    private func materialize(_ changes: ChangeSet) throws {
+    /// Writes the rows of every conversation and message `changes` names, from its snapshots.
+    func materialize(_ changes: ChangeSet) throws {
         // Conversations created or updated, with the properties that changed.
-        var upserts: [ConversationID: (snapshot: ConversationSnapshot, properties: Set<String>, created: Bool)] = [:]
+        var upserts: [ConversationID: (snapshot: ConversationSnapshot, properties: Set<ConversationChange.Property>, created: Bool)] = [:]
         var deleted: [ConversationID] = []
         for change in changes.conversations {
             switch change.kind {
             case .create:
                 upserts[change.id] = (change.snapshot!, [], true)
             case .update:
-                upserts[change.id, default: (change.snapshot!, [], false)].properties.insert(change.property ?? "")
+                upserts[change.id, default: (change.snapshot!, [], false)].properties.formUnion(change.property.map { [$0] } ?? [])
             case .delete:
                 deleted.append(change.id)
             }
@@ -100,13 +105,13 @@ struct Materializer {
             try db.execute(sql: "DELETE FROM conversation WHERE id = ? AND canonical = id", arguments: [Data(id.bytes)])
         }
 
-        var messageUpserts: [OperationID: (snapshot: MessageSnapshot, properties: Set<String>, created: Bool)] = [:]
+        var messageUpserts: [OperationID: (snapshot: MessageSnapshot, properties: Set<MessageChange.Property>, created: Bool)] = [:]
         for change in changes.messages {
             switch change.kind {
             case .create:
                 messageUpserts[change.id] = (change.snapshot!, [], true)
             case .update:
-                messageUpserts[change.id, default: (change.snapshot!, [], false)].properties.insert(change.property ?? "")
+                messageUpserts[change.id, default: (change.snapshot!, [], false)].properties.formUnion(change.property.map { [$0] } ?? [])
             case .delete:
                 try db.cachedStatement(sql: "DELETE FROM message WHERE id = ?").execute(arguments: [Data(change.id.bytes)])
             }
@@ -114,8 +119,8 @@ struct Materializer {
         for (_, entry) in messageUpserts {
             if entry.created {
                 try insertMessage(entry.snapshot)
-            } else if entry.properties != ["position"] {  // positions are computed on read
-                try updateMessage(entry.snapshot, statuses: entry.properties.contains("recipientStatus"))
+            } else if entry.properties != [.position] {  // positions are computed on read
+                try updateMessage(entry.snapshot, statuses: entry.properties.contains(.recipientStatus))
             }
         }
 
@@ -123,14 +128,14 @@ struct Materializer {
         // only while the local user is a participant: for a conversation the local user left,
         // recompute the flags from the replica when its unread count moves.
         for (_, entry) in upserts
-        where !entry.snapshot.participants.contains(localUser) && (entry.created || entry.properties.contains("unreadCount")) {
+        where !entry.snapshot.participants.contains(localUser) && (entry.created || entry.properties.contains(.unreadCount)) {
             try refreshUnreadFlags(in: entry.snapshot.id)
         }
     }
 
     /// Writes a canonical conversation's row, and its participants, metadata and alias rows
     /// when they are new or changed (`properties` nil: all of them).
-    func writeConversation(_ snapshot: ConversationSnapshot, properties: Set<String>?) throws {
+    func writeConversation(_ snapshot: ConversationSnapshot, properties: Set<ConversationChange.Property>?) throws {
         let id = Data(snapshot.id.bytes)
         try db.cachedStatement(sql: """
             INSERT INTO conversation (id, canonical, creator, createdAt, isDistinct, messageCount, unreadCount, lastMessageAt)
@@ -142,17 +147,17 @@ struct Materializer {
                 id, id, Data(snapshot.creator.bytes), snapshot.createdAt.databaseValue, snapshot.isDistinct,
                 snapshot.messageCount, snapshot.unreadCount, snapshot.lastMessageAt?.databaseValue,
             ])
-        if properties?.contains("participants") ?? true {
+        if properties?.contains(.participants) ?? true {
             try db.execute(sql: "DELETE FROM participant WHERE conversation = ?", arguments: [id])
             let insert = try db.cachedStatement(sql: "INSERT INTO participant (conversation, user) VALUES (?, ?)")
             for user in snapshot.participants { try insert.execute(arguments: [id, Data(user.bytes)]) }
         }
-        if properties?.contains("metadata") ?? true {
+        if properties?.contains(.metadata) ?? true {
             try db.execute(sql: "DELETE FROM metadata WHERE conversation = ?", arguments: [id])
             let insert = try db.cachedStatement(sql: "INSERT INTO metadata (conversation, key, value) VALUES (?, ?, ?)")
             for (key, value) in snapshot.metadata { try insert.execute(arguments: [id, key, value]) }
         }
-        if properties?.contains("mergedIDs") ?? true {
+        if properties?.contains(.mergedIDs) ?? true {
             for merged in snapshot.mergedIDs {
                 let alias = Data(merged.bytes)
                 try db.execute(sql: """
@@ -215,8 +220,8 @@ struct Materializer {
             arguments: [Data(conversation.bytes)])
         let update = try db.cachedStatement(sql: "UPDATE message SET isUnread = ? WHERE id = ?")
         for row in rows {
-            let id = OperationID(bytes: [UInt8](row[0] as Data))!
-            let postedTo = ConversationID(bytes: [UInt8](row[1] as Data))!
+            let id = try row.operationID(0, "message.id")
+            let postedTo = try row.conversationID(1, "message.postedTo")
             let unread = replica.isUnread(id, postedTo: postedTo)
             if unread != (row[2] as Bool) { try update.execute(arguments: [unread, row[0] as Data]) }
         }

@@ -3,69 +3,100 @@ import GRDB
 import WeftModel
 
 // The outbox: messages accepted for sending, kept until the mesh has them or they fail. Entries
-// are written with their messages by `commitLocal`, in the same transaction.
+// are written with their messages by `commitLocal`, in the same transaction. Every change to an
+// entry is published to `changes()` subscribers (a message's "sent" flag follows it).
 extension Store {
+    static let outboxColumns = "SELECT message, conversation, createdAt, expiresAt, attempts, state, reason FROM outbox"
+
     /// Entries still waiting to be sent (neither sent nor failed), oldest first.
     public func outbox() throws -> [OutboxEntry] {
         try database.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT message, conversation, createdAt, expiresAt, attempts, state, reason FROM outbox
-                WHERE state = 'waiting' ORDER BY createdAt, message
-                """).map(OutboxEntry.init(row:))
+            try Row.fetchAll(db, sql: "\(Self.outboxColumns) WHERE state = 'waiting' ORDER BY createdAt, message")
+                .map(OutboxEntry.init(row:))
         }
     }
 
     /// Every entry, whatever its state, oldest first.
     public func outboxEntries() throws -> [OutboxEntry] {
         try database.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT message, conversation, createdAt, expiresAt, attempts, state, reason FROM outbox
-                ORDER BY createdAt, message
-                """).map(OutboxEntry.init(row:))
+            try Row.fetchAll(db, sql: "\(Self.outboxColumns) ORDER BY createdAt, message").map(OutboxEntry.init(row:))
         }
     }
 
     /// The mesh has the message: it leaves the outbox.
-    public func markSent(_ message: OperationID) throws {
-        try setState(of: message, to: .sent)
+    public func markSent(_ message: OperationID) async throws {
+        try await setState(of: message, to: .sent)
     }
 
     /// The message failed for good, with the reason (one line, for the sender's callback).
-    public func markFailed(_ message: OperationID, reason: String) throws {
-        try setState(of: message, to: .failed(reason: reason))
+    public func markFailed(_ message: OperationID, reason: String) async throws {
+        try await setState(of: message, to: .failed(reason: reason))
     }
 
     /// Counts one more attempt to send the message.
-    public func recordAttempt(_ message: OperationID) throws {
-        try database.write { db in
+    public func recordAttempt(_ message: OperationID) async throws {
+        try await write { db in
+            guard var entry = try Self.outboxEntry(message, in: db) else { throw Self.unknownEntry(message) }
             try db.execute(sql: "UPDATE outbox SET attempts = attempts + 1 WHERE message = ?", arguments: [Data(message.bytes)])
-            guard db.changesCount == 1 else { throw Self.unknownEntry(message) }
+            entry.attempts += 1
+            return ((), Publication(outbox: [try Self.change(entry, from: entry.state, in: db)]))
         }
     }
 
     /// Fails every waiting entry whose time to live ran out by `wallMilliseconds`, and returns them.
-    public func expireOutbox(wallMilliseconds: UInt64) throws -> [OutboxEntry] {
-        try database.write { db in
+    public func expireOutbox(wallMilliseconds: UInt64) async throws -> [OutboxEntry] {
+        try await write { db in
             let now = Int64(clamping: wallMilliseconds)
-            let expired = try Row.fetchAll(db, sql: """
-                SELECT message, conversation, createdAt, expiresAt, attempts, state, reason FROM outbox
-                WHERE state = 'waiting' AND expiresAt <= ? ORDER BY createdAt, message
-                """, arguments: [now]).map(OutboxEntry.init(row:))
+            let expired = try Row.fetchAll(
+                db, sql: "\(Self.outboxColumns) WHERE state = 'waiting' AND expiresAt <= ? ORDER BY createdAt, message",
+                arguments: [now]
+            ).map(OutboxEntry.init(row:))
             let reason = "its time to live ran out before a peer took it"
             try db.execute(
                 sql: "UPDATE outbox SET state = 'failed', reason = ? WHERE state = 'waiting' AND expiresAt <= ?",
                 arguments: [reason, now])
-            return expired.map { var entry = $0; entry.state = .failed(reason: reason); return entry }
+            let failed = expired.map { var entry = $0; entry.state = .failed(reason: reason); return entry }
+            return (failed, Publication(outbox: try failed.map { try Self.change($0, from: .waiting, in: db) }))
         }
     }
 
-    private func setState(of message: OperationID, to state: OutboxEntry.State) throws {
-        try database.write { db in
+    private func setState(of message: OperationID, to state: OutboxEntry.State) async throws {
+        try await write { db in
+            guard var entry = try Self.outboxEntry(message, in: db) else { throw Self.unknownEntry(message) }
             try db.execute(
                 sql: "UPDATE outbox SET state = ?, reason = ? WHERE message = ?",
                 arguments: [state.column, state.reason, Data(message.bytes)])
-            guard db.changesCount == 1 else { throw Self.unknownEntry(message) }
+            let previous = entry.state
+            entry.state = state
+            guard previous != state else { return ((), Publication()) }
+            return ((), Publication(outbox: [try Self.change(entry, from: previous, in: db)]))
         }
+    }
+
+    private static func outboxEntry(_ message: OperationID, in db: Database) throws -> OutboxEntry? {
+        try Row.fetchOne(db, sql: "\(outboxColumns) WHERE message = ?", arguments: [Data(message.bytes)]).map(OutboxEntry.init(row:))
+    }
+
+    /// The change to publish for an entry, with its message as it now is.
+    private static func change(_ entry: OutboxEntry, from previous: OutboxEntry.State?, in db: Database) throws -> OutboxChange {
+        let rows = try Row.fetchAll(db, sql: "\(messageColumns) WHERE m.id = ?", arguments: [Data(entry.message.bytes)])
+        return OutboxChange(entry: entry, previousState: previous, message: try messages(rows: rows, countingFromEnd: true, in: db).first)
+    }
+
+    /// The local user's messages among `changes` still waiting in the outbox.
+    static func waitingMessages(among changes: ChangeSet, localUser: UserID, in db: Database) throws -> Set<OperationID> {
+        let local = changes.messages.compactMap { change in change.snapshot.flatMap { $0.sender == localUser ? $0.id : nil } }
+        var waiting: Set<OperationID> = []
+        for chunk in Array(Set(local)).chunked(500) {
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            for id in try Data.fetchAll(
+                db, sql: "SELECT message FROM outbox WHERE state = 'waiting' AND message IN (\(marks))",
+                arguments: StatementArguments(chunk.map { Data($0.bytes) }))
+            {
+                waiting.insert(try Stored.operationID(id, "outbox.message"))
+            }
+        }
+        return waiting
     }
 
     private static func unknownEntry(_ message: OperationID) -> StoreError {
@@ -74,7 +105,8 @@ extension Store {
 }
 
 extension OutboxEntry {
-    init(row: Row) {
+    /// An entry from a row of `Store.outboxColumns`.
+    init(row: Row) throws {
         let state: State =
             switch row[5] as String {
             case "sent": .sent
@@ -82,7 +114,7 @@ extension OutboxEntry {
             default: .waiting
             }
         self.init(
-            message: OperationID(bytes: [UInt8](row[0] as Data))!, conversation: ConversationID(bytes: [UInt8](row[1] as Data))!,
+            message: try row.operationID(0, "outbox.message"), conversation: try row.conversationID(1, "outbox.conversation"),
             createdAt: UInt64(clamping: row[2] as Int64), timeToLive: 0, attempts: row[4], state: state)
         expiresAt = UInt64(clamping: row[3] as Int64)
     }

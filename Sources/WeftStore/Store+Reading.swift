@@ -19,7 +19,7 @@ extension Store {
     public func conversations(_ query: ConversationQuery) throws -> [ConversationSnapshot] {
         try database.read { db in
             let sql = try QueryTranslation.select(query, in: db)
-            let ids = try Data.fetchAll(db, sql: sql.text, arguments: sql.arguments).map { ConversationID(bytes: [UInt8]($0))! }
+            let ids = try Data.fetchAll(db, sql: sql.text, arguments: sql.arguments).map { try Stored.conversationID($0, "conversation.id") }
             return try Self.conversations(ids: ids, in: db)
         }
     }
@@ -36,7 +36,7 @@ extension Store {
     /// The canonical identifier `id` resolves to, nil if the store has no such conversation.
     static func canonical(of id: ConversationID, in db: Database) throws -> ConversationID? {
         try Data.fetchOne(db, sql: "SELECT canonical FROM conversation WHERE id = ?", arguments: [Data(id.bytes)])
-            .map { ConversationID(bytes: [UInt8]($0))! }
+            .map { try Stored.conversationID($0, "conversation.canonical") }
     }
 
     /// Snapshots of canonical conversations, in the order given.
@@ -54,32 +54,32 @@ extension Store {
                 FROM conversation WHERE id IN (\(marks)) AND canonical = id
                 """, arguments: StatementArguments(list))
             {
-                rows[ConversationID(bytes: [UInt8](row[0] as Data))!] = row
+                rows[try row.conversationID(0, "conversation.id")] = row
             }
             for row in try Row.fetchAll(
                 db, sql: "SELECT conversation, user FROM participant WHERE conversation IN (\(marks)) ORDER BY conversation, user",
                 arguments: StatementArguments(list))
             {
-                participants[ConversationID(bytes: [UInt8](row[0] as Data))!, default: []]
-                    .append(PublicIdentity(unvalidatedBytes: [UInt8](row[1] as Data)))
+                participants[try row.conversationID(0, "participant.conversation"), default: []]
+                    .append(try row.userID(1, "participant.user"))
             }
             for row in try Row.fetchAll(
                 db, sql: "SELECT conversation, key, value FROM metadata WHERE conversation IN (\(marks))",
                 arguments: StatementArguments(list))
             {
-                metadata[ConversationID(bytes: [UInt8](row[0] as Data))!, default: [:]][row[1]] = row[2] as String
+                metadata[try row.conversationID(0, "metadata.conversation"), default: [:]][row[1]] = row[2] as String
             }
             for row in try Row.fetchAll(
                 db, sql: "SELECT canonical, id FROM conversation WHERE canonical IN (\(marks)) AND canonical != id ORDER BY id",
                 arguments: StatementArguments(list))
             {
-                merged[ConversationID(bytes: [UInt8](row[0] as Data))!, default: []].append(ConversationID(bytes: [UInt8](row[1] as Data))!)
+                merged[try row.conversationID(0, "conversation.canonical"), default: []].append(try row.conversationID(1, "conversation.id"))
             }
         }
-        return ids.compactMap { id in
+        return try ids.compactMap { id in
             guard let row = rows[id] else { return nil }
             return ConversationSnapshot(
-                id, mergedIDs: merged[id] ?? [], creator: PublicIdentity(unvalidatedBytes: [UInt8](row[1] as Data)),
+                id, mergedIDs: merged[id] ?? [], creator: try row.userID(1, "conversation.creator"),
                 createdAt: HLCTimestamp(databaseValue: row[2]), participants: participants[id] ?? [],
                 isDistinct: row[3], metadata: metadata[id] ?? [:], messageCount: row[4], unreadCount: row[5],
                 lastMessageAt: (row[6] as Int64?).map(HLCTimestamp.init(databaseValue:)))
@@ -132,7 +132,9 @@ extension Store {
             var sender: Data
             var id: Data
         }
-        let keys = rows.map { Key(conversation: $0[1], sentAt: $0[4], sender: $0[3], id: $0[0]) }
+        let keys = try rows.map {
+            Key(conversation: try $0.blob(1, "message.conversation"), sentAt: $0[4], sender: try $0.blob(3, "message.sender"), id: try $0.blob(0, "message.id"))
+        }
         // Parts and statuses by message row number.
         var parts: [Int64: [MessagePart]] = [:]
         var statuses: [Int64: [UserID: RecipientStatus]] = [:]
@@ -149,7 +151,7 @@ extension Store {
                 db, sql: "SELECT message, recipient, status FROM receipt WHERE message IN (\(marks))",
                 arguments: StatementArguments(chunk))
             {
-                statuses[row[0], default: [:]][PublicIdentity(unvalidatedBytes: [UInt8](row[1] as Data))] =
+                statuses[row[0], default: [:]][try row.userID(1, "receipt.recipient")] =
                     RecipientStatus(rawValue: row[2]) ?? .invalid
             }
         }
@@ -201,12 +203,12 @@ extension Store {
             }
         }
 
-        return rows.enumerated().map { index, row in
+        return try rows.enumerated().map { index, row in
             let key = keys[index]
             return MessageSnapshot(
-                OperationID(bytes: [UInt8](key.id))!, conversation: ConversationID(bytes: [UInt8](key.conversation))!,
-                postedTo: ConversationID(bytes: [UInt8](row[2] as Data))!,
-                sender: PublicIdentity(unvalidatedBytes: [UInt8](key.sender)), sentAt: HLCTimestamp(databaseValue: key.sentAt),
+                try Stored.operationID(key.id, "message.id"), conversation: try Stored.conversationID(key.conversation, "message.conversation"),
+                postedTo: try row.conversationID(2, "message.postedTo"),
+                sender: try Stored.userID(key.sender, "message.sender"), sentAt: HLCTimestamp(databaseValue: key.sentAt),
                 parts: parts[numbers[index]] ?? [], options: MessageOptions(notificationText: row[5], notificationSound: row[6]),
                 position: positions[key.id]!, recipientStatus: statuses[numbers[index]] ?? [:])
         }

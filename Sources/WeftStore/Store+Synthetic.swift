@@ -17,14 +17,15 @@ extension Store {
     /// and the local user, one chain, without receipts (so every peer message is unread).
     ///
     /// Signing runs in parallel over the cores; each group of conversations is one transaction.
+    /// Publishes nothing to `changes()` subscribers: it builds a store, it does not use one.
     public func fillSynthetic(
         conversations: Int, messagesPerConversation: Int, local: NodeIdentity, peers: [NodeIdentity],
         progress: ((_ conversationsDone: Int) -> Void)? = nil
-    ) throws {
+    ) async throws {
         precondition(local.publicKey == localUser, "the synthetic conversations are the local user's")
         precondition(!peers.isEmpty, "a conversation needs a peer")
         let startMilliseconds: UInt64 = 1_700_000_000_000
-        var order = try database.read { db in try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(appliedOrder), 0) FROM operation") ?? 0 }
+        let localUser = self.localUser
         let groupSize = 16
         for groupStart in stride(from: 0, to: conversations, by: groupSize) {
             let group = Array(groupStart..<min(conversations, groupStart + groupSize))
@@ -34,7 +35,8 @@ extension Store {
                     number: group[index], messages: messagesPerConversation, local: local,
                     peer: peers[group[index] % peers.count], startMilliseconds: startMilliseconds))
             }
-            try database.write { db in
+            try await database.write { db in
+                var order = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(appliedOrder), 0) FROM operation") ?? 0
                 let rows = Materializer(db: db, replica: Replica(localUser: localUser), localUser: localUser)
                 for conversation in built.values {
                     for signed in conversation.operations {

@@ -13,6 +13,11 @@ import WeftModel
 /// transaction, so the tables always equal what the replica says. Reads go to SQLite only, so
 /// a large store stays cheap in memory: the replica is rebuilt from the log lazily, on the
 /// first write (or the first `replica` read), and a process that only queries never builds it.
+///
+/// Every write is `async` and runs on GRDB's writer queue, which is the store's lock: writers
+/// wait their turn without holding a thread of the cooperative pool across SQLite's fsync.
+/// After each commit, whoever wrote, the store tells every `changes()` subscriber what changed.
+/// `Mailbox` writes as the local user (signing, the clock, delivered receipts) over a store.
 public final class Store: Sendable {
     /// The database file inside the store's directory.
     public static let fileName = "weft.sqlite"
@@ -24,9 +29,21 @@ public final class Store: Sendable {
     /// Milliseconds a received operation's timestamp may be ahead of the wall clock.
     public let futureTolerance: UInt64
     let database: any DatabaseWriter
-    /// The replica, nil until a write needs it. Held across each write transaction, so the
-    /// replica and the tables change together; readers do not take it.
-    private let state = Mutex<Replica?>(nil)
+    /// The replica, nil until a write needs it. Only a write on GRDB's writer queue changes it,
+    /// lent out of the slot for the transaction (so it changes in place, uncopied) and put back
+    /// once the transaction commits; a write that fails leaves it to be rebuilt from the log.
+    let state = Mutex(ReplicaSlot())
+    /// Who listens to `changes()`, and the number of the last batch published.
+    let subscribers = ChangeSubscribers()
+
+    struct ReplicaSlot {
+        var replica: Replica?
+        /// A write holds the replica: the slot is empty without meaning it must be rebuilt.
+        var lent = false
+        /// Counts every time the replica changed hands (a commit, a failed write, `forget`), so
+        /// a replica built from a read that a commit overtook is not kept.
+        var generation: UInt64 = 0
+    }
 
     /// Opens (or creates) a store.
     /// - Parameters:
@@ -73,19 +90,46 @@ public final class Store: Sendable {
         }
     }
 
+    deinit { subscribers.finishAll() }
+
     // MARK: - The replica
 
-    /// A copy of the current replica (the local `Author` takes causes and sequence numbers from
-    /// it). Builds it from the log first if no write has yet. The copy shares storage with the
-    /// store's replica until one of them changes: drop it once the operations are written, or
-    /// the next write copies the conversations it touches.
+    /// A copy of the current replica (as of the last commit). Builds it from the log first if
+    /// no write has yet; while a write holds the replica, builds a copy from the committed log
+    /// (a full replay: tests and tools read it, not hot paths). The copy shares storage with
+    /// the store's replica until one of them changes: drop it once done, or the next write
+    /// copies the conversations it touches.
     public var replica: Replica {
-        get throws { try state.withLock { try Self.loaded(&$0, from: database, localUser: localUser) } }
+        get throws {
+            if let replica = state.withLock({ $0.replica }) { return replica }
+            return try loadReplica()
+        }
     }
 
     /// Drops the replica from memory: the next write rebuilds it from the log (after a bulk
     /// write that went around it).
-    func forgetReplica() { state.withLock { $0 = nil } }
+    func forgetReplica() {
+        state.withLock {
+            $0.replica = nil
+            $0.generation += 1
+        }
+    }
+
+    /// Builds the replica from the committed log and keeps it, unless a write got there first.
+    /// Reads outside the lock (an in-memory `DatabaseQueue` serializes reads with writes, and a
+    /// write takes the lock to borrow the replica).
+    @discardableResult
+    func loadReplica() throws -> Replica {
+        let generation = state.withLock { $0.generation }
+        var slot: Replica?
+        let replica = try Self.loaded(&slot, from: database, localUser: localUser)
+        state.withLock { state in
+            // Kept only if nothing changed hands since the read began: a write needs the
+            // replica in the slot to commit a change, so the log read is then current.
+            if state.replica == nil && !state.lent && state.generation == generation { state.replica = replica }
+        }
+        return replica
+    }
 
     /// The replica, rebuilt from the log if it is not in memory: every stored operation
     /// (accepted, pending and rejected) replayed in applied order. Rejected ones are refused
@@ -130,20 +174,35 @@ public final class Store: Sendable {
         public var report: Replica.Report
         /// Operations refused on receipt (signatures, clocks); always empty for local writes.
         public var refused: [Refusal]
-        /// What readers see change.
+        /// What readers see change (the delivered receipts written with it included).
         public var changes: ChangeSet
+        /// The local user's delivered receipts written in the same commit (`Mailbox.receive`).
+        public var acknowledgements: [SignedOperation] = []
     }
 
-    /// Applies operations received from peers: verifies their signatures in parallel over the
-    /// cores, refuses bad signatures and timestamps more than `futureTolerance` ahead of
-    /// `wallMilliseconds`, applies the rest to the replica, and writes in one transaction the
-    /// operation log (accepted, pending, rejected with its reason) and the rows of every
-    /// conversation and message that changed.
-    public func apply(received operations: [SignedOperation], wallMilliseconds: UInt64) throws -> Applied {
+    /// Stores operations received from peers *as they are*: it writes no receipts. A node
+    /// applies what it receives through `Mailbox.receive(_:)`, which also acknowledges the
+    /// delivery of new messages in the same commit; this is for tools, tests and benchmarks.
+    ///
+    /// Verifies signatures in parallel over the cores (outside the writer), refuses bad
+    /// signatures and timestamps more than `futureTolerance` ahead of `wallMilliseconds`,
+    /// applies the rest to the replica, and writes in one transaction the operation log
+    /// (accepted, pending, rejected with its reason) and the rows of every conversation and
+    /// message that changed.
+    public func apply(received operations: [SignedOperation], wallMilliseconds: UInt64) async throws -> Applied {
+        try await apply(received: operations, wallMilliseconds: wallMilliseconds, acknowledgingWith: nil)
+    }
+
+    /// Applies received operations; with `signer`, also the local user's delivered receipts
+    /// for the new messages addressed to them, in the same transaction (`Store+Delivery`).
+    func apply(
+        received operations: [SignedOperation], wallMilliseconds: UInt64, acknowledgingWith signer: LocalSigner?
+    ) async throws -> Applied {
         // Operations the replica already accepted need no second check (a peer resending).
-        let known = try state.withLock { slot in
-            let replica = try Self.loaded(&slot, from: database, localUser: localUser)
-            return operations.map { replica.isKnown($0.id, in: $0.operation.conversation) }
+        // While another write holds the replica, everything is checked rather than waiting.
+        if state.withLock({ $0.replica == nil && !$0.lent }) { try loadReplica() }
+        let known = state.withLock { state in
+            state.replica.map { replica in operations.map { replica.isKnown($0.id, in: $0.operation.conversation) } }
         }
         let (horizon, overflow) = wallMilliseconds.addingReportingOverflow(futureTolerance)
         let latest = overflow ? UInt64.max : horizon
@@ -168,23 +227,53 @@ public final class Store: Sendable {
                 verified.append(signed)
             }
         }
-        return try state.withLock { slot in
-            var replica = try Self.loaded(&slot, from: database, localUser: localUser)
-            slot = nil  // until the transaction commits: a failed write leaves it to be rebuilt
-            let (report, changes) = replica.applyReportingChangesIncrementally(verified: verified, current: currentSnapshot)
-            try database.write { db in
-                try Materializer(db: db, replica: replica, localUser: localUser)
-                    .write(batch: verified, report: report, changes: changes)
+        let accepted = verified
+        let refusals = refused
+        let localUser = self.localUser
+        return try await writeThroughReplica { db, lease in
+            let current = CurrentSnapshots(db: db)
+            let (report, changes) = lease.apply(accepted, current: current.read)
+            try current.check()
+            // No Materializer outlives its use: one holding the replica while the receipts
+            // change it would make the replica copy the logs they touch.
+            try Materializer(db: db, replica: lease.replica, localUser: localUser).writeLog(batch: accepted, report: report)
+            var applied = Applied(report: report, refused: refusals, changes: changes)
+            if let signer {
+                try Self.acknowledgeDelivery(in: &applied, lease: &lease, db: db, localUser: localUser, signer: signer)
             }
-            slot = replica
-            return Applied(report: report, refused: refused, changes: changes)
+            // The rows follow the replica the receipts (if any) left.
+            try Materializer(db: db, replica: lease.replica, localUser: localUser).materialize(applied.changes)
+            let waiting = try Self.waitingMessages(among: applied.changes, localUser: localUser, in: db)
+            return (applied, Publication(changes: applied.changes, waitingMessages: waiting))
         }
     }
 
-    /// A canonical conversation as its row says, which is what the replica says between writes
-    /// (the change set starts from it instead of recomputing it from every message).
-    private func currentSnapshot(_ id: ConversationID) -> ConversationSnapshot? {
-        try? database.read { db in try Self.conversations(ids: [id], in: db).first }
+    /// Canonical conversations as their rows say, which is what the replica says between
+    /// writes (a change set starts from them instead of recomputing them from every message).
+    /// `applyReportingChangesIncrementally` cannot throw through its callback: a failed read is
+    /// kept and thrown after it (the transaction then rolls back), never taken for "no row".
+    final class CurrentSnapshots {
+        let db: Database
+        /// Snapshots known to be newer than the rows (from a change set this transaction made).
+        var newer: [ConversationID: ConversationSnapshot] = [:]
+        private var failure: (any Error)?
+
+        init(db: Database) { self.db = db }
+
+        func read(_ id: ConversationID) -> ConversationSnapshot? {
+            if let snapshot = newer[id] { return snapshot }
+            guard failure == nil else { return nil }
+            do {
+                return try Store.conversations(ids: [id], in: db).first
+            } catch {
+                failure = error
+                return nil
+            }
+        }
+
+        func check() throws {
+            if let failure { throw failure }
+        }
     }
 
     /// Whether each signature verifies, checked in parallel over the cores (Ed25519
@@ -231,39 +320,50 @@ public final class Store: Sendable {
     /// messages to send, in one transaction. Every operation must be accepted by the merge
     /// rules; otherwise nothing is written and the call throws (`staleLocalWrite` when it was
     /// built against an older replica, `localOperationRefused` otherwise).
-    public func commitLocal(_ operations: [SignedOperation], outbox: [OutboxEntry] = []) throws -> Applied {
-        try commitLocal { _ in LocalBatch(operations: operations, outbox: outbox) }
+    public func commitLocal(_ operations: [SignedOperation], outbox: [OutboxEntry] = []) async throws -> Applied {
+        try await commitLocal { _ in LocalBatch(operations: operations, outbox: outbox) }
     }
 
-    /// Builds local operations from the current replica and writes them, under the store's
-    /// lock: concurrent local writers cannot pick the same sequence number.
-    public func commitLocal(building build: (Replica) throws -> LocalBatch) throws -> Applied {
-        try state.withLock { slot in
-            var replica = try Self.loaded(&slot, from: database, localUser: localUser)
-            let batch = try build(replica)
-            try checkLocal(batch, against: replica)
-            slot = nil  // until the transaction commits
-            let (report, changes) = replica.applyReportingChangesIncrementally(verified: batch.operations, current: currentSnapshot)
+    /// Builds local operations from the current replica and writes them, on the writer queue:
+    /// concurrent local writers cannot pick the same sequence number.
+    public func commitLocal(building build: @Sendable (Replica) throws -> LocalBatch) async throws -> Applied {
+        try await commitLocal { replica in (try build(replica), ()) }.applied
+    }
+
+    /// `commitLocal(building:)` whose builder also returns a value of its own (what `Mailbox`
+    /// found while building, such as an existing distinct conversation).
+    func commitLocal<Extra: Sendable>(
+        building build: @Sendable (Replica) throws -> (LocalBatch, Extra)
+    ) async throws -> (applied: Applied, extra: Extra) {
+        let localUser = self.localUser
+        return try await writeThroughReplica { db, lease in
+            let (batch, extra) = try build(lease.replica)
+            try Self.checkLocal(batch, against: lease.replica, localUser: localUser)
+            let current = CurrentSnapshots(db: db)
+            let (report, changes) = lease.apply(batch.operations, current: current.read)
+            try current.check()
             if let (id, error) = report.rejected.first {
                 throw StoreError(.localOperationRefused, "local operation \(id) was refused: \(error)")
             }
             if !report.pending.isEmpty {
                 throw StoreError(.localOperationRefused, "local operation \(report.pending[0]) names causes this store does not have")
             }
-            try database.write { db in
-                let materializer = Materializer(db: db, replica: replica, localUser: localUser)
-                try materializer.write(batch: batch.operations, report: report, changes: changes)
-                try materializer.insert(outbox: batch.outbox)
-            }
-            slot = replica
-            return Applied(report: report, refused: [], changes: changes)
+            let materializer = Materializer(db: db, replica: lease.replica, localUser: localUser)
+            try materializer.write(batch: batch.operations, report: report, changes: changes)
+            try materializer.insert(outbox: batch.outbox)
+            let snapshots = Dictionary(changes.messages.compactMap { $0.snapshot.map { ($0.id, $0) } }, uniquingKeysWith: { _, last in last })
+            let publication = Publication(
+                changes: changes,
+                outbox: batch.outbox.map { OutboxChange(entry: $0, previousState: nil, message: snapshots[$0.message]) },
+                waitingMessages: try Self.waitingMessages(among: changes, localUser: localUser, in: db))
+            return ((Applied(report: report, refused: [], changes: changes), extra), publication)
         }
     }
 
     /// Refuses, before anything changes, a batch built against an older replica: its
     /// sequence numbers must continue each conversation's, in order. Applying an operation that
     /// reuses a sequence number would be an equivocation, which refuses the earlier operation too.
-    private func checkLocal(_ batch: LocalBatch, against replica: Replica) throws {
+    private static func checkLocal(_ batch: LocalBatch, against replica: Replica, localUser: UserID) throws {
         var next: [ConversationID: UInt64] = [:]
         for signed in batch.operations {
             let op = signed.operation

@@ -14,6 +14,8 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
             case staleLocalWrite
             case outboxWithoutMessage
             case unknownOutboxEntry
+            case damagedStore
+            case tooLarge
         }
 
         private let base: Base
@@ -36,6 +38,12 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let outboxWithoutMessage = Code(.outboxWithoutMessage)
         /// No outbox entry for that message.
         public static let unknownOutboxEntry = Code(.unknownOutboxEntry)
+        /// A row read from the database is not one the store writes (an identifier or key of the
+        /// wrong length, a NULL where a value belongs): the file was damaged or edited.
+        public static let damagedStore = Code(.damagedStore)
+        /// An operation body the encoding cannot carry (a list or text over its limit, or an
+        /// operation over `Operation.maxByteCount`); nothing was written.
+        public static let tooLarge = Code(.tooLarge)
 
         public var description: String {
             switch base {
@@ -46,6 +54,8 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
             case .staleLocalWrite: "stale local write"
             case .outboxWithoutMessage: "outbox entry without its message"
             case .unknownOutboxEntry: "unknown outbox entry"
+            case .damagedStore: "damaged store"
+            case .tooLarge: "too large"
             }
         }
     }

@@ -92,8 +92,8 @@ do {
         say("writing \(total + operations.count)")
         let applied =
             received
-            ? try store.apply(received: operations, wallMilliseconds: wallMilliseconds())
-            : try store.commitLocal(operations, outbox: outbox)
+            ? try await store.apply(received: operations, wallMilliseconds: wallMilliseconds())
+            : try await store.commitLocal(operations, outbox: outbox)
         guard applied.report.accepted.count == operations.count else {
             fail("batch \(batchNumber): \(applied.report.rejected.first.map { "\($0.1)" } ?? "not all accepted")")
         }

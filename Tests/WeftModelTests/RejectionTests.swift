@@ -354,7 +354,7 @@ struct EquivocationTests {
         #expect(Set(report.revoked) == [fork.x.id, fork.replyToX.id])
         #expect(Set(changes.messages.filter { $0.kind == .delete }.map(\.id)) == [fork.x.id, fork.replyToX.id])
         #expect(changes.messages.allSatisfy { $0.kind == .delete })
-        #expect(changes.conversations.contains { $0.property == "messageCount" && $0.newValue == .int(1) })
+        #expect(changes.conversations.contains { $0.property == .messageCount && $0.newValue == .int(1) })
     }
 
     @Test("an operation waiting for a forking operation is decided when it arrives")

@@ -100,9 +100,9 @@ struct ChangeSetTests {
         #expect(report.accepted.count == 2)
         let canonical = first.operation.conversation
         // The later creation joins the group at once, so its own creation is never visible.
-        #expect(changes.conversations.contains { $0.id == canonical && $0.kind == .update && $0.property == "mergedIDs"
+        #expect(changes.conversations.contains { $0.id == canonical && $0.kind == .update && $0.property == .mergedIDs
             && $0.newValue == .conversations([late.operation.conversation]) })
-        #expect(changes.conversations.contains { $0.id == canonical && $0.property == "unreadCount" && $0.newValue == .int(1) })
+        #expect(changes.conversations.contains { $0.id == canonical && $0.property == .unreadCount && $0.newValue == .int(1) })
         #expect(changes.messages.map(\.kind) == [.create])
         #expect(changes.messages.first?.snapshot?.conversation == canonical)
     }

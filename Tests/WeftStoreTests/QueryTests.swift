@@ -221,12 +221,12 @@ struct QueryTests {
     static let operators: [PredicateOperator] = [.equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual, .in, .contains]
 
     /// A store and the replica it must agree with, after a random workload.
-    static func fixture() throws -> (Store, Replica, Workload) {
+    static func fixture() async throws -> (Store, Replica, Workload) {
         var workload = Workload(seed: 21)
         workload.run(steps: 350)
         workload.gossipAll()
         let store = try Store(directory: nil, localUser: workload.users[0])
-        _ = try store.apply(received: workload.operations, wallMilliseconds: workload.now)
+        _ = try await store.apply(received: workload.operations, wallMilliseconds: workload.now)
         return (store, try store.replica, workload)
     }
 
@@ -262,8 +262,8 @@ struct QueryTests {
     }
 
     @Test("every conversation predicate operator and value kind: the SQL returns what the reference filter does, or throws unsupportedQuery where the reference has no meaning")
-    func conversationPredicates() throws {
-        let (store, replica, workload) = try Self.fixture()
+    func conversationPredicates() async throws {
+        let (store, replica, workload) = try await Self.fixture()
         let reference = ReferenceQueries(replica: replica)
         let properties: [ConversationProperty] = [.identifier, .participants, .createdAt, .lastMessageAt, .isDistinct, .messageCount, .unreadCount]
         var supported = 0
@@ -288,8 +288,8 @@ struct QueryTests {
     }
 
     @Test("every message predicate operator and value kind, against the reference filter")
-    func messagePredicates() throws {
-        let (store, replica, workload) = try Self.fixture()
+    func messagePredicates() async throws {
+        let (store, replica, workload) = try await Self.fixture()
         let reference = ReferenceQueries(replica: replica)
         let properties: [MessageProperty] = [.identifier, .conversation, .sender, .sentAt, .isUnread, .mimeType, .position]
         var supported = 0
@@ -314,8 +314,8 @@ struct QueryTests {
     }
 
     @Test("sorting by every sortable property both ways, ties broken by identifier, with offsets and limits; combined predicates")
-    func sortingAndWindows() throws {
-        let (store, replica, workload) = try Self.fixture()
+    func sortingAndWindows() async throws {
+        let (store, replica, workload) = try await Self.fixture()
         let reference = ReferenceQueries(replica: replica)
         let windows: [(Int?, Int)] = [(nil, 0), (5, 0), (5, 3), (nil, 4), (0, 0), (1000, 1000)]
         for property in [ConversationProperty.identifier, .createdAt, .lastMessageAt, .isDistinct, .messageCount, .unreadCount] {
@@ -359,12 +359,12 @@ struct QueryTests {
     }
 
     @Test("the latest messages of a conversation use the order index (no table scan, no sort)")
-    func latestMessagesPlan() throws {
-        let (store, replica, _) = try Self.fixture()
+    func latestMessagesPlan() async throws {
+        let (store, replica, _) = try await Self.fixture()
         let busiest = replica.conversations.max { $0.messageCount < $1.messageCount }!
         let query = MessageQuery(
             [.init(.conversation, .equal, .conversation(busiest.id))], sort: [.init(.position, ascending: false)], limit: 10)
-        let plan = try store.database.read { db in
+        let plan = try await store.database.read { db in
             let sql = try QueryTranslation.select(query, columns: Store.messageColumns, in: db)
             return try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql.text, arguments: sql.arguments).map { $0["detail"] as String }
         }

@@ -30,7 +30,7 @@ struct StoreTests {
     @Test(
         "after a random workload (merges, membership, metadata, receipts, deletions, out-of-order batches) the tables equal the replica, field by field",
         arguments: [1, 2, 3] as [UInt64])
-    func randomWorkload(seed: UInt64) throws {
+    func randomWorkload(seed: UInt64) async throws {
         var workload = Workload(seed: seed)
         workload.run(steps: 400)
         workload.gossipAll()
@@ -38,7 +38,7 @@ struct StoreTests {
         let store = try Store(directory: nil, localUser: local)
         var reference = Replica(localUser: local)
         for (index, batch) in Self.batches(of: workload, seed: seed).enumerated() {
-            let applied = try store.apply(received: batch, wallMilliseconds: workload.now)
+            let applied = try await store.apply(received: batch, wallMilliseconds: workload.now)
             let (report, changes) = reference.applyReportingChanges(verified: batch)
             #expect(applied.refused.isEmpty)
             #expect(applied.report.accepted == report.accepted)
@@ -57,7 +57,7 @@ struct StoreTests {
     }
 
     @Test("a store reopened from disk reads the same without building its replica; the replica it rebuilds from the log equals the one that wrote it")
-    func reopen() throws {
+    func reopen() async throws {
         let directory = try TemporaryDirectory()
         var workload = Workload(seed: 7)
         workload.run(steps: 300)
@@ -69,7 +69,7 @@ struct StoreTests {
         do {
             let store = try Store(directory: directory.url, localUser: local)
             for batch in batches[..<half] {
-                _ = try store.apply(received: batch, wallMilliseconds: workload.now)
+                _ = try await store.apply(received: batch, wallMilliseconds: workload.now)
                 _ = reference.apply(verified: batch)
             }
         }
@@ -84,24 +84,24 @@ struct StoreTests {
             #expect(rebuilt.heads(of: conversation) == reference.heads(of: conversation))
         }
         for batch in batches[half...] {
-            _ = try store.apply(received: batch, wallMilliseconds: workload.now)
+            _ = try await store.apply(received: batch, wallMilliseconds: workload.now)
             _ = reference.apply(verified: batch)
         }
         try expectStore(store, matches: reference)
     }
 
     @Test("the accepted operations of a conversation, in applied order, rebuild it; pending ones become accepted when their causes arrive")
-    func operationLog() throws {
+    func operationLog() async throws {
         var workload = Workload(seed: 11)
         workload.run(steps: 150)
         workload.gossipAll()
         let store = try Store(directory: nil, localUser: workload.users[0])
         // Everything backwards: all but the creations wait.
         let backwards = Array(workload.operations.reversed())
-        let first = try store.apply(received: Array(backwards.prefix(backwards.count / 2)), wallMilliseconds: workload.now)
+        let first = try await store.apply(received: Array(backwards.prefix(backwards.count / 2)), wallMilliseconds: workload.now)
         #expect(!first.report.pending.isEmpty)
         #expect(try store.operationCounts().pending == first.report.pending.count)
-        _ = try store.apply(received: Array(backwards.suffix(from: backwards.count / 2)), wallMilliseconds: workload.now)
+        _ = try await store.apply(received: Array(backwards.suffix(from: backwards.count / 2)), wallMilliseconds: workload.now)
         #expect(try store.operationCounts().pending == 0)
 
         let reference = try store.replica
@@ -118,31 +118,31 @@ struct StoreTests {
     }
 
     @Test("a bad signature or a timestamp beyond the tolerance is refused with its reason and not stored; it is accepted when offered again in time")
-    func refusals() throws {
+    func refusals() async throws {
         var alice = Author(identity: .generate())
         let bob = NodeIdentity.generate().publicKey
         let store = try Store(directory: nil, localUser: bob, futureTolerance: 60_000)
         let now: UInt64 = 1_700_000_000_000
         let create = alice.createConversation(with: [bob], in: try store.replica, wallMilliseconds: now)
         let forged = create.withBadSignature
-        let applied = try store.apply(received: [forged], wallMilliseconds: now)
+        let applied = try await store.apply(received: [forged], wallMilliseconds: now)
         #expect(applied.refused.map(\.operation) == [create.id])
         #expect(applied.refused.first?.error.reason == .badSignature)
         #expect(applied.report.accepted.isEmpty)
         #expect(try store.operationCounts() == (0, 0, 0))
 
-        _ = try store.apply(received: [create], wallMilliseconds: now)
+        _ = try await store.apply(received: [create], wallMilliseconds: now)
         let conversation = create.operation.conversation
         let early = alice.write(
             .postMessage(parts: [MessagePart(mimeType: "text/plain", data: [1])], options: .init()), in: conversation,
             replica: try store.replica, wallMilliseconds: now + 60_001)
-        let refused = try store.apply(received: [early], wallMilliseconds: now)
+        let refused = try await store.apply(received: [early], wallMilliseconds: now)
         #expect(refused.refused.first?.error.reason == .timestampInFuture)
         #expect(refused.refused.first?.error.detail.contains("60001 ms ahead") == true)
         #expect(try store.message(early.id) == nil)
         #expect(try store.operationCounts() == (1, 0, 0))
 
-        let later = try store.apply(received: [early], wallMilliseconds: now + 1)
+        let later = try await store.apply(received: [early], wallMilliseconds: now + 1)
         #expect(later.refused.isEmpty)
         #expect(later.report.accepted == [early.id])
         #expect(try store.message(early.id)?.parts == [MessagePart(mimeType: "text/plain", data: [1])])
@@ -150,7 +150,7 @@ struct StoreTests {
     }
 
     @Test("an equivocation refuses both operations of the forked slot and what follows; the log and the tables follow the rebuilt replica")
-    func equivocation() throws {
+    func equivocation() async throws {
         var alice = Author(identity: .generate())
         let bobIdentity = NodeIdentity.generate()
         var bob = Author(identity: bobIdentity)
@@ -173,7 +173,7 @@ struct StoreTests {
         #expect(first.operation.sequence == second.operation.sequence)
 
         for batch in [[create, hello], [first], [second]] {
-            let applied = try store.apply(received: batch, wallMilliseconds: now + 10)
+            let applied = try await store.apply(received: batch, wallMilliseconds: now + 10)
             let (_, changes) = reference.applyReportingChanges(verified: batch)
             #expect(applied.changes == changes)
             if batch == [first] { #expect(try store.message(first.id) != nil) }
@@ -192,7 +192,7 @@ struct StoreTests {
     }
 
     @Test("a store on disk belongs to its local user")
-    func wrongLocalUser() throws {
+    func wrongLocalUser() async throws {
         let directory = try TemporaryDirectory()
         _ = try Store(directory: directory.url, localUser: NodeIdentity.generate().publicKey)
         let error = #expect(throws: StoreError.self) {

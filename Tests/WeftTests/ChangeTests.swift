@@ -12,7 +12,7 @@ struct ChangeTests {
         let clock = TestClock()
         let alice = try makeClient(clock: clock)
         let bob = try makeClient(clock: clock)
-        let changes = await ChangeLog(alice)
+        let changes = ChangeLog(alice)
 
         // Created apart: both make the distinct conversation.
         let mine = try await alice.createConversation(with: [await bob.localUser])
@@ -27,7 +27,7 @@ struct ChangeTests {
         try await sync(bob, to: alice)
         try await changes.settle()
         let merged = changes.all
-        #expect(merged.contains { $0.kind == .update && $0.property == "mergedIDs" && $0.newValue == .conversations([theirs.id]) })
+        #expect(merged.contains { $0.kind == .update && $0.property == .mergedIdentifiers && $0.newValue == .conversations([theirs.id]) })
         #expect(merged.contains { change in
             if case .message(let message) = change.object { change.kind == .create && message.conversation == mine.id } else { false }
         })
@@ -38,16 +38,16 @@ struct ChangeTests {
         let sent = try await alice.send([.text("hi")], in: mine.id)
         try await changes.settle()
         #expect(changes.all.contains { $0.kind == .create && $0.object == .message(sent) })
-        #expect(changes.all.contains { $0.property == "messageCount" && $0.oldValue == .int(1) && $0.newValue == .int(2) })
+        #expect(changes.all.contains { $0.property == .totalMessageCount && $0.oldValue == .int(1) && $0.newValue == .int(2) })
         changes.clear()
 
         // A participant change ends distinctness.
         let carol = NodeIdentity.generate().publicKey
         try await alice.addParticipants([carol], to: mine.id)
         try await changes.settle()
-        #expect(changes.all.contains { $0.property == "isDistinct" && $0.oldValue == .bool(true) && $0.newValue == .bool(false) })
+        #expect(changes.all.contains { $0.property == .isDistinct && $0.oldValue == .bool(true) && $0.newValue == .bool(false) })
         #expect(changes.all.contains { change in
-            if case .users(let users) = change.newValue { change.property == "participants" && users.contains(carol) } else { false }
+            if case .users(let users) = change.newValue { change.property == .participants && users.contains(carol) } else { false }
         })
         changes.clear()
 
@@ -59,7 +59,7 @@ struct ChangeTests {
         try await changes.settle()
         #expect(changes.all.contains { change in
             if case .statuses(let statuses) = change.newValue {
-                change.property == "recipientStatus" && statuses[bobUser] == .read
+                change.property == .recipientStatus && statuses[bobUser] == .read
             } else { false }
         })
     }
@@ -72,7 +72,7 @@ struct ChangeTests {
         let conversation = try await alice.createConversation(with: [await bob.localUser])
         try await sync(alice, to: bob)
         let query = MessageQuery([Predicate(.conversation, .equal, .conversation(conversation.id))], sort: [SortDescriptor(.position)])
-        var updates = await alice.liveQuery(query).makeAsyncIterator()
+        var updates = alice.liveQuery(query).makeAsyncIterator()
         #expect(try await updates.next()?.results.isEmpty == true)
 
         clock.advance(100)

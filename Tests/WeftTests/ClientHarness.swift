@@ -17,7 +17,7 @@ final class TestClock: Sendable {
 func makeClient(clock: TestClock = TestClock()) throws -> WeftClient {
     let identity = NodeIdentity.generate()
     let store = try Store(directory: nil, localUser: identity.publicKey)
-    return WeftClient(store: store, identity: identity, wallClock: { clock.read() })
+    return try WeftClient(store: store, identity: identity, wallClock: { clock.read() })
 }
 
 /// Replication by hand: everything `from` holds in `conversations` goes to `to`.
@@ -35,23 +35,37 @@ func sync(_ from: WeftClient, to: WeftClient) async throws {
 /// Collects change batches from a client in the background.
 final class ChangeLog: Sendable {
     private final class Batches: Sendable {
-        let value = Mutex<[[ObjectChange]]>([])
+        let value = Mutex<[ObjectChanges]>([])
     }
 
     private let batches = Batches()
+    private let store: Store
     private let task: Task<Void, Never>
 
-    init(_ client: WeftClient) async {
-        let stream = await client.changes()
+    init(_ client: WeftClient) {
+        let stream = client.changes()
         let batches = self.batches
+        store = client.store
         task = Task { for await batch in stream { batches.value.withLock { $0.append(batch) } } }
     }
 
     deinit { task.cancel() }
 
     var all: [ObjectChange] { batches.value.withLock { $0.flatMap { $0 } } }
+    var received: [ObjectChanges] { batches.value.withLock { $0 } }
     func clear() { batches.value.withLock { $0.removeAll() } }
 
-    /// Waits briefly for the background task to drain the stream.
-    func settle() async throws { try await Task.sleep(for: .milliseconds(50)) }
+    /// Waits (polling, up to 10 s) until the background task has received every batch the
+    /// store published so far.
+    func settle(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let target = store.latestChangeNumber
+        let deadline = ContinuousClock.now + .seconds(10)
+        while (batches.value.withLock { $0.last?.number ?? 0 }) < target {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("the change stream did not deliver batch \(target) within 10 s", sourceLocation: sourceLocation)
+                return
+            }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
 }

@@ -49,14 +49,14 @@ func registerStoreBenchmarks() {
         maxIterations: batchCount)
     Benchmark(
         "Store: apply 1,000 received messages (verify, store, materialize)", configuration: applying,
-        closure: { (benchmark: Benchmark, fixture: ApplyFixture) in
+        closure: { (benchmark: Benchmark, fixture: ApplyFixture) async in
             for _ in benchmark.scaledIterations {
                 guard let batch = fixture.next() else {
                     benchmark.error("ran out of prepared batches")
                     return
                 }
                 do {
-                    let applied = try fixture.store.apply(received: batch, wallMilliseconds: StoreFixtures.wallMilliseconds)
+                    let applied = try await fixture.store.apply(received: batch, wallMilliseconds: StoreFixtures.wallMilliseconds)
                     guard applied.report.accepted.count == batch.count else {
                         benchmark.error("only \(applied.report.accepted.count) of \(batch.count) accepted")
                         return
@@ -70,16 +70,16 @@ func registerStoreBenchmarks() {
 
     // Two peers' batches at once, for conversations of their own (as a node syncing with two
     // peers): one batch's signatures are checked while the other is written (the store checks
-    // signatures outside its lock). ops/s = 2,000 x throughput.
+    // signatures outside its writer queue). ops/s = 2,000 x throughput.
     let concurrentBatchCount = 20
     Benchmark(
         "Store: apply 2 x 1,000 received messages from two peers at once",
         configuration: .init(
             metrics: [.throughput, .wallClock], warmupIterations: 0, maxDuration: .seconds(30),
             maxIterations: concurrentBatchCount),
-        closure: { (benchmark: Benchmark, fixture: ConcurrentApplyFixture) in
+        closure: { (benchmark: Benchmark, fixture: ConcurrentApplyFixture) async in
             for _ in benchmark.scaledIterations {
-                let failures = fixture.applyNext()
+                let failures = await fixture.applyNext()
                 if !failures.isEmpty { benchmark.error(failures.joined(separator: "; ")) }
             }
         },
@@ -97,9 +97,9 @@ func registerStoreBenchmarks() {
     Benchmark(
         "Store: build 1,000,000-message store (cached)",
         configuration: .init(metrics: [.wallClock], warmupIterations: 0, maxIterations: 1)
-    ) { benchmark in
+    ) { benchmark async in
         do {
-            try StoreFixtures.largeStore()
+            try await StoreFixtures.largeStore()
         } catch {
             benchmark.error("building the store failed: \(error)")
         }
@@ -120,7 +120,7 @@ func registerStoreBenchmarks() {
             }
         },
         setup: {
-            let store = try Store(directory: try StoreFixtures.largeStore(), localUser: StoreFixtures.local.publicKey)
+            let store = try Store(directory: try await StoreFixtures.largeStore(), localUser: StoreFixtures.local.publicKey)
             return LargeStoreFixture(store: store, conversations: try store.conversations(ConversationQuery()).map(\.id))
         })
 
@@ -143,7 +143,7 @@ func registerStoreBenchmarks() {
                 benchmark.error("query failed: \(error)")
             }
         },
-        setup: { try StoreFixtures.largeStore() })
+        setup: { try await StoreFixtures.largeStore() })
 }
 
 // MARK: - Fixtures
@@ -220,7 +220,7 @@ enum StoreFixtures {
     /// The million-message store, built once and cached in /tmp (the version in the name
     /// changes with the schema or the generator).
     @discardableResult
-    static func largeStore() throws -> URL {
+    static func largeStore() async throws -> URL {
         let directory = URL(fileURLWithPath: "/tmp/weft-benchmarks/store-\(largeConversations)x\(largeMessagesPerConversation)-v2")
         let complete = directory.appendingPathComponent("complete")
         if FileManager.default.fileExists(atPath: complete.path) { return directory }
@@ -228,7 +228,7 @@ enum StoreFixtures {
         let started = ContinuousClock.now
         do {
             let store = try Store(directory: directory, localUser: local.publicKey)
-            try store.fillSynthetic(
+            try await store.fillSynthetic(
                 conversations: largeConversations, messagesPerConversation: largeMessagesPerConversation, local: local,
                 peers: peers
             ) { done in
@@ -277,34 +277,33 @@ final class ConcurrentApplyFixture: @unchecked Sendable {
         self.streams = streams
     }
 
-    /// Applies the next batch of every stream, each on its own thread; returns what went wrong.
-    func applyNext() -> [String] {
+    /// Applies the next batch of every stream, each in its own child task; returns what went wrong.
+    func applyNext() async -> [String] {
         guard index < streams[0].count else { return ["ran out of prepared batches"] }
         let batches = streams.map { $0[index] }
         index += 1
-        let failures = FailureList()
-        DispatchQueue.concurrentPerform(iterations: batches.count) { stream in
-            do {
-                let applied = try store.apply(received: batches[stream], wallMilliseconds: StoreFixtures.wallMilliseconds)
-                if applied.report.accepted.count != batches[stream].count {
-                    failures.add("stream \(stream): \(applied.report.accepted.count) of \(batches[stream].count) accepted")
+        let store = self.store
+        return await withTaskGroup(of: String?.self) { group in
+            for (stream, batch) in batches.enumerated() {
+                group.addTask {
+                    do {
+                        let applied = try await store.apply(received: batch, wallMilliseconds: StoreFixtures.wallMilliseconds)
+                        guard applied.report.accepted.count == batch.count else {
+                            return "stream \(stream): \(applied.report.accepted.count) of \(batch.count) accepted"
+                        }
+                        return nil
+                    } catch {
+                        return "stream \(stream): \(error)"
+                    }
                 }
-            } catch {
-                failures.add("stream \(stream): \(error)")
             }
+            var failures: [String] = []
+            for await failure in group { if let failure { failures.append(failure) } }
+            return failures
         }
-        return failures.all
     }
 
     deinit { try? FileManager.default.removeItem(at: directory) }
-}
-
-final class FailureList: @unchecked Sendable {
-    // @unchecked: every access holds `lock`.
-    private var items: [String] = []
-    private let lock = NSLock()
-    func add(_ item: String) { lock.lock(); items.append(item); lock.unlock() }
-    var all: [String] { lock.lock(); defer { lock.unlock() }; return items }
 }
 
 struct LargeStoreFixture: Sendable {

@@ -1,0 +1,104 @@
+import Foundation
+import GRDB
+import WeftModel
+
+// The write path: one transaction on GRDB's writer queue (the store's lock), the replica lent
+// to it, and the change batch published to subscribers once it commits, before the next write
+// starts, so subscribers see commits in order.
+extension Store {
+    /// The replica lent to one write transaction. `isChanged` records whether the merge rules
+    /// ran on it: a write that fails before then gives the replica back as it was; one that
+    /// fails after leaves it to be rebuilt from the log.
+    struct ReplicaLease {
+        var replica: Replica
+        private(set) var isChanged = false
+
+        /// Applies `operations` and reports what changed for readers, starting from `current`:
+        /// a canonical conversation's snapshot as it stands before them, if at hand.
+        mutating func apply(
+            _ operations: [SignedOperation], current: (ConversationID) -> ConversationSnapshot?
+        ) -> (Replica.Report, ChangeSet) {
+            isChanged = true
+            return replica.applyReportingChangesIncrementally(verified: operations, current: current)
+        }
+    }
+
+    /// What a committed transaction tells subscribers.
+    struct Publication: Sendable {
+        var changes = ChangeSet()
+        var outbox: [OutboxChange] = []
+        var waitingMessages: Set<OperationID> = []
+
+        var isEmpty: Bool { changes.isEmpty && outbox.isEmpty }
+    }
+
+    /// Runs `body` in one write transaction with the replica lent to it; puts the replica back
+    /// and publishes the body's changes once the transaction commits.
+    func writeThroughReplica<T: Sendable>(
+        _ body: @Sendable (Database, inout ReplicaLease) throws -> (T, Publication)
+    ) async throws -> T {
+        while true {
+            if state.withLock({ $0.replica == nil && !$0.lent }) { try loadReplica() }
+            do {
+                return try await database.writeWithoutTransaction { db in
+                    guard var lease = self.borrowReplica() else { throw ReplicaNotLoaded() }
+                    let result: (T, Publication)
+                    do {
+                        result = try Self.inTransaction(db) { try body(db, &lease) }
+                    } catch {
+                        self.giveBack(lease.isChanged ? nil : lease.replica)
+                        throw error
+                    }
+                    self.giveBack(lease.replica)
+                    self.subscribers.publish(result.1)
+                    return result.0
+                }
+            } catch is ReplicaNotLoaded {
+                continue  // a failed write emptied the slot after it was loaded: load it again
+            }
+        }
+    }
+
+    /// Runs `body` in one write transaction that does not need the replica (the outbox), and
+    /// publishes its changes once it commits.
+    func write<T: Sendable>(_ body: @Sendable (Database) throws -> (T, Publication)) async throws -> T {
+        try await database.writeWithoutTransaction { db in
+            let result = try Self.inTransaction(db) { try body(db) }
+            self.subscribers.publish(result.1)
+            return result.0
+        }
+    }
+
+    /// The transaction commits when `body` returns (and rolls back when it throws); a failed
+    /// commit throws.
+    private static func inTransaction<T>(_ db: Database, _ body: () throws -> T) throws -> T {
+        var result: T?
+        try db.inTransaction {
+            result = try body()
+            return .commit
+        }
+        return result!
+    }
+
+    /// Takes the replica out of its slot for one transaction (so it changes in place).
+    private func borrowReplica() -> ReplicaLease? {
+        state.withLock { state in
+            guard let replica = state.replica else { return nil }
+            state.replica = nil
+            state.lent = true
+            return ReplicaLease(replica: replica)
+        }
+    }
+
+    /// Ends a transaction's loan: the replica as committed, or nil to rebuild it from the log.
+    private func giveBack(_ replica: Replica?) {
+        state.withLock { state in
+            state.replica = replica
+            state.lent = false
+            state.generation += 1
+        }
+    }
+}
+
+/// The replica slot was emptied (by a failed write) between loading it and the transaction.
+private struct ReplicaNotLoaded: Error {}

@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+import WeftCrypto
+import WeftModel
+@testable import WeftStore
+
+@Suite("Store: the change stream")
+struct ChangeStreamTests {
+    static let now: UInt64 = 1_700_000_000_000
+
+    @Test("every writer's commit is published in order: local writes, received operations, the outbox")
+    func everyWriter() async throws {
+        let identity = NodeIdentity.generate()
+        var peer = Author(identity: .generate())
+        let store = try Store(directory: nil, localUser: identity.publicKey)
+        let mailbox = try Mailbox(store: store, identity: identity, wallClock: { Self.now })
+        var changes = store.changes().makeAsyncIterator()
+
+        let (conversation, _) = try await mailbox.createConversation(with: [peer.user])
+        let created = try #require(await changes.next())
+        #expect(created.number == 1)
+        #expect(created.changes.conversations.map(\.kind) == [.create])
+
+        let post = try await mailbox.post([MessagePart(mimeType: "text/plain", data: [1])], in: conversation)
+        let posted = try #require(await changes.next())
+        #expect(posted.changes.messages.map(\.id) == [post.id])
+        #expect(posted.outbox.map(\.entry.message) == [post.id])
+        #expect(posted.outbox.first?.previousState == nil)
+        #expect(posted.waitingMessages == [post.id])
+
+        try await store.recordAttempt(post.id)
+        let attempted = try #require(await changes.next())
+        #expect(attempted.outbox.first?.entry.attempts == 1)
+        #expect(attempted.changes.isEmpty)
+
+        try await store.markSent(post.id)
+        let sent = try #require(await changes.next())
+        #expect(sent.outbox.first?.previousState == .waiting)
+        #expect(sent.outbox.first?.entry.state == .sent)
+        #expect(sent.outbox.first?.message?.id == post.id)
+
+        // A peer's reply applied by the raw store path (as a replication engine might).
+        let reply = peer.write(
+            .postMessage(parts: [MessagePart(mimeType: "text/plain", data: [2])], options: .init()), in: conversation,
+            replica: try store.replica, wallMilliseconds: Self.now + 1)
+        _ = try await store.apply(received: [reply], wallMilliseconds: Self.now + 1)
+        let received = try #require(await changes.next())
+        #expect(received.changes.messages.contains { $0.id == reply.id && $0.kind == .create })
+        #expect(received.waitingMessages.isEmpty)
+        #expect([created, posted, attempted, sent, received].map(\.number) == [1, 2, 3, 4, 5])
+        #expect(store.latestChangeNumber == 5)
+
+        // A write that changes nothing publishes nothing.
+        _ = try await store.apply(received: [reply], wallMilliseconds: Self.now + 1)
+        #expect(store.latestChangeNumber == 5)
+    }
+
+    @Test("a subscriber that falls behind keeps only the newest batches and is told how many it missed; the store buffers no more for it")
+    func boundedBuffer() async throws {
+        let identity = NodeIdentity.generate()
+        let store = try Store(directory: nil, localUser: identity.publicKey)
+        let mailbox = try Mailbox(store: store, identity: identity, wallClock: { Self.now })
+        let slow = store.changes()
+        let (conversation, _) = try await mailbox.createConversation(with: [NodeIdentity.generate().publicKey])
+        let extra = 10
+        var posts: [OperationID] = []
+        for index in 0..<(Store.changeBufferLimit + extra) {
+            posts.append(try await mailbox.post([MessagePart(mimeType: "text/plain", data: [UInt8(index % 256)])], in: conversation).id)
+        }
+        let total = UInt64(Store.changeBufferLimit + extra + 1)
+        #expect(store.latestChangeNumber == total)
+
+        // Subscribed later: starts with the next commit, nothing missed.
+        var late = store.changes().makeAsyncIterator()
+
+        var iterator = slow.makeAsyncIterator()
+        let first = try #require(await iterator.next())
+        #expect(first.missedBatches == extra + 1)
+        #expect(first.number == total - UInt64(Store.changeBufferLimit) + 1)
+        var numbers = [first.number]
+        var last = first
+        for _ in 1..<Store.changeBufferLimit {
+            last = try #require(await iterator.next())
+            #expect(last.missedBatches == 0)
+            numbers.append(last.number)
+        }
+        #expect(numbers == Array((total - UInt64(Store.changeBufferLimit) + 1)...total))
+        #expect(last.changes.messages.map(\.id) == [posts.last!])
+
+        try await store.markSent(posts[0])
+        let next = try #require(await late.next())
+        #expect(next.number == total + 1)
+        #expect(next.missedBatches == 0)
+        #expect(try #require(await iterator.next()).number == total + 1)
+    }
+
+    @Test("a subscriber that stops listening is removed")
+    func unsubscribe() async throws {
+        let identity = NodeIdentity.generate()
+        let store = try Store(directory: nil, localUser: identity.publicKey)
+        let mailbox = try Mailbox(store: store, identity: identity, wallClock: { Self.now })
+        do {
+            let stream = store.changes()
+            let task = Task { for await _ in stream {} }
+            task.cancel()
+            await task.value
+        }
+        _ = try await mailbox.createConversation(with: [NodeIdentity.generate().publicKey])
+        let deadline = ContinuousClock.now + .seconds(10)
+        while store.subscribers.count > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(store.subscribers.count == 0)
+    }
+}

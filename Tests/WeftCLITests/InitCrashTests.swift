@@ -54,15 +54,20 @@ struct InitCrashTests {
         #expect(try await whole.wait() == 0, "\(whole.stderr)")
         let duration = ContinuousClock.now - started
 
+        // Each kill lands at a random moment below a bound that follows the boundary between
+        // the two outcomes (down after a complete home, up after an interrupted one): the
+        // kills gather around the end of init, where the files are written, whatever the load.
+        var bound = duration
         var outcomes: [Outcome: Int] = [:]
-        for attempt in 0..<24 {
+        for attempt in 0..<30 {
             let home = dir.path("home-\(attempt)")
-            let delay = duration * Double.random(in: 0...1.3)
+            let delay = bound * Double.random(in: 0...1)
             let child = try ChildProcess(initArguments(home))
             child.kill(after: delay)
             _ = try await child.wait()
             let outcome = try await Self.inspect(home, name: "crash")
             outcomes[outcome, default: 0] += 1
+            bound = outcome == .complete ? bound * 0.8 : min(bound * 1.3, duration * 3)
             if outcome == .notInitialized {
                 // The way out the sentence gives works.
                 let again = try ChildProcess(initArguments(home))
@@ -73,7 +78,7 @@ struct InitCrashTests {
         // Both kinds of leftover were reached, or the test did not test the crash.
         #expect(outcomes[.complete, default: 0] > 0, "\(outcomes) (a whole init took \(duration))")
         #expect(outcomes[.notInitialized, default: 0] > 0, "\(outcomes) (a whole init took \(duration))")
-        print("weft init killed 24 times over \(duration): \(outcomes)")
+        print("weft init killed 30 times over \(duration): \(outcomes)")
     }
 
     @Test("a stale temporary file or a partial home from an earlier crash does not stop init")

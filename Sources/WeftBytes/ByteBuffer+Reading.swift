@@ -74,6 +74,12 @@ extension ByteBuffer {
         return text
     }
 
+    /// Every readable byte, copied into an array (one `memcpy`); the reader index stays.
+    @inlinable
+    package var readableBytesArray: [UInt8] {
+        withUnsafeReadableBytes { $0.withMemoryRebound(to: UInt8.self) { Array($0) } }
+    }
+
     // MARK: - Building blocks
 
     /// The length prefix at the reader index: nil if it is not all there, a failure if it
@@ -97,7 +103,10 @@ extension ByteBuffer {
         guard index >= readerIndex, index <= writerIndex - length else { return nil }
         let text = withUnsafeReadableBytes { readable in
             let offset = index - readerIndex
-            return String(validating: UnsafeRawBufferPointer(rebasing: readable[offset..<(offset + length)]), as: UTF8.self)
+            // Typed as UInt8, the bytes take the standard library's fast validation path.
+            return UnsafeRawBufferPointer(rebasing: readable[offset..<(offset + length)]).withMemoryRebound(to: UInt8.self) {
+                String(validating: $0, as: UTF8.self)
+            }
         }
         guard let text else { throw .invalidUTF8 }
         return text

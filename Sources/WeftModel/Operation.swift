@@ -142,10 +142,9 @@ public struct Operation: Hashable, Sendable {
 
     /// The canonical encoding: the bytes that are hashed and signed.
     public func encoded() -> [UInt8] {
-        var buffer = ByteBuffer()
-        buffer.reserveCapacity(estimatedByteCount)
+        var buffer = ByteBufferAllocator().buffer(capacity: estimatedByteCount)
         write(to: &buffer)
-        return Array(buffer.readableBytesView)
+        return buffer.readableBytesArray
     }
 
     /// Writes the canonical encoding (SPEC.md §12.1) and returns its length.

@@ -1,4 +1,5 @@
 import NIOCore
+import WeftBytes
 import WeftCrypto
 
 /// Each kind's body (SPEC.md §12.3), written and read in the same order. The reader refuses
@@ -88,7 +89,7 @@ extension OperationBody {
                     throw .malformed("MIME type \"\(mimeType)\" is not of the form type/subtype")
                 }
                 let data = try b.readOperationBlob(limit: Operation.maxByteCount)
-                parts.append(MessagePart(mimeType: mimeType, data: Array(data.readableBytesView)))
+                parts.append(MessagePart(mimeType: mimeType, data: data.readableBytesArray))
             }
             let text = try Self.readOptional(&b)
             let sound = try Self.readOptional(&b)

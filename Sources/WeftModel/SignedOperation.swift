@@ -1,4 +1,5 @@
 import NIOCore
+import WeftBytes
 import WeftCrypto
 
 /// An operation with its identifier and its author's signature (SPEC.md §12.1).
@@ -37,7 +38,7 @@ public struct SignedOperation: Hashable, Sendable {
         let signature = try reader.readOperationBytes(count: Self.signatureByteCount)
         try reader.expectOperationEnd("the signature")
         let operation = try Operation(decoding: encodingBytes)
-        let encoding = Array(encodingBytes.readableBytesView)
+        let encoding = encodingBytes.readableBytesArray
         let id = OperationID(hashing: encoding)
         if let claimedID, claimedID != id {
             throw OperationError(.wrongHash, "operation \(claimedID) does not hash to its identifier (it hashes to \(id))")
@@ -49,11 +50,10 @@ public struct SignedOperation: Hashable, Sendable {
     }
 
     public var wireBytes: [UInt8] {
-        var buffer = ByteBuffer()
-        buffer.reserveCapacity(4 + encoding.count + signature.count)
+        var buffer = ByteBufferAllocator().buffer(capacity: 4 + encoding.count + signature.count)
         buffer.writeOperationBlob(encoding)
         buffer.writeBytes(signature)
-        return Array(buffer.readableBytesView)
+        return buffer.readableBytesArray
     }
 
     /// Whether the author's key verifies the signature. The expensive part of accepting an

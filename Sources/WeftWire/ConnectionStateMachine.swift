@@ -20,7 +20,11 @@ public enum ConnectionAction: Sendable {
 /// then encrypted frames with keepalive and rekeying (SPEC.md §2–§5).
 ///
 /// Bytes and clock readings go in; actions come out. The machine never touches a socket or a
-/// clock, so two of them can be pumped against each other in memory.
+/// clock, so two of them can be pumped against each other in memory. Randomness comes from
+/// `Configuration.random`, so seeded machines replay byte for byte.
+///
+/// The transport ciphers inside are references (`CipherState`): a copy of an established
+/// machine seals with the same nonce counters as the original, never with a used nonce.
 public struct ConnectionStateMachine: Sendable {
     public enum Role: Sendable, Equatable { case initiator, responder }
 

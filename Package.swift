@@ -3,7 +3,10 @@ import PackageDescription
 
 /// Weft: a peer-to-peer messaging mesh node.
 ///
-/// Imports run one way: C libraries <- WeftCrypto/WeftCompression <- WeftWire <- WeftNode <- weft.
+/// Imports run one way:
+/// C libraries, WeftBytes <- WeftCrypto/WeftCompression <- WeftWire/WeftModel <- WeftNode <- weft.
+/// WeftBytes holds the big-endian field primitives on NIO's ByteBuffer (`package` access) that
+/// the wire, the operation codec, the identity file and the preamble share.
 let package = Package(
     name: "weft",
     platforms: [.macOS(.v15)],
@@ -38,9 +41,16 @@ let package = Package(
         ),
 
         // MARK: - Libraries
-        .target(name: "WeftCrypto", dependencies: ["CSodium"]),
+        .target(name: "WeftBytes", dependencies: [.product(name: "NIOCore", package: "swift-nio")]),
+        .target(
+            name: "WeftCrypto",
+            dependencies: ["CSodium", "WeftBytes", .product(name: "NIOCore", package: "swift-nio")]
+        ),
         .target(name: "WeftCompression", dependencies: ["CZstd"]),
-        .target(name: "WeftModel", dependencies: ["WeftCrypto"]),
+        .target(
+            name: "WeftModel",
+            dependencies: ["WeftCrypto", "WeftBytes", .product(name: "NIOCore", package: "swift-nio")]
+        ),
         .target(
             name: "WeftStore",
             dependencies: ["WeftModel", "WeftCrypto", .product(name: "GRDB", package: "GRDB.swift")]
@@ -49,6 +59,7 @@ let package = Package(
             name: "WeftWire",
             dependencies: [
                 "WeftCrypto",
+                "WeftBytes",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
@@ -87,6 +98,7 @@ let package = Package(
         .executableTarget(name: "weft-store-writer", dependencies: ["WeftStore", "WeftModel", "WeftCrypto"]),
 
         // MARK: - Tests
+        .testTarget(name: "WeftBytesTests", dependencies: ["WeftBytes", .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "WeftCryptoTests", dependencies: ["WeftCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "WeftCompressionTests", dependencies: ["WeftCompression"]),
         .testTarget(name: "WeftModelTests", dependencies: ["WeftModel", "WeftCrypto"]),

@@ -1,3 +1,4 @@
+import NIOCore
 private import CSodium
 
 /// The identity file: a node's Ed25519 seed, sealed with a passphrase (SPEC.md, "Identity file").
@@ -26,6 +27,14 @@ public enum SealedIdentity {
         case none
         /// Argon2id (crypto_pwhash) with these costs, then XChaCha20-Poly1305.
         case passphrase(SecureBytes, cost: ArgonCost = .interactive)
+
+        /// The protection byte in the file.
+        var byte: UInt8 {
+            switch self {
+            case .none: 0
+            case .passphrase: 1
+            }
+        }
     }
 
     /// Argon2id costs. `.interactive` is libsodium's OPSLIMIT/MEMLIMIT_INTERACTIVE (2, 64 MiB).
@@ -63,24 +72,30 @@ public enum SealedIdentity {
     static func seal(_ identity: NodeIdentity, protection: Protection, salt: [UInt8], nonce: [UInt8]) -> [UInt8] {
         precondition(salt.count == saltByteCount && nonce.count == nonceByteCount, "wrong salt or nonce length")
         _ = Sodium.ready
-        var file = magic + [version]
+        var file = ByteBuffer()
+        // One allocation of the exact size (no stray copies when it grows), wiped afterwards:
+        // an unprotected file holds the seed.
+        if let length = byteCount(protection: protection.byte) { file.reserveCapacity(length) }
+        defer { file.withUnsafeMutableReadableBytes(secureZero) }
+        file.writeBytes(magic)
+        file.writeInteger(version)
+        file.writeInteger(protection.byte)
+        file.writeBytes(identity.publicKey.bytes)
         switch protection {
         case .none:
-            file.append(0)
-            file += identity.publicKey.bytes
-            file += identity.seed.withUnsafeBytes { [UInt8]($0) }
+            identity.seed.withUnsafeBytes { _ = file.writeBytes($0) }
         case .passphrase(let passphrase, let cost):
             precondition(passphrase.count > 0, "an empty passphrase protects nothing; use .none")
-            file.append(1)
-            file += identity.publicKey.bytes
-            file += bigEndian(cost.operations) + bigEndian(cost.memoryKiB)
-            file += salt + nonce
             precondition(cost.isAcceptable, "Argon2id costs \(cost) are outside what readers accept")
+            file.writeInteger(cost.operations)
+            file.writeInteger(cost.memoryKiB)
+            file.writeBytes(salt)
+            file.writeBytes(nonce)
             guard let key = deriveKey(passphrase: passphrase, salt: salt, cost: cost) else {
                 preconditionFailure("Argon2id could not run with \(cost.memoryKiB) KiB (out of memory?)")
             }
-            var sealed = [UInt8](repeating: 0, count: NodeIdentity.seedByteCount + 16)
-            let additionalData = file
+            var sealed = [UInt8](repeating: 0, count: sealedSeedByteCount)
+            let additionalData = Array(file.readableBytesView)
             key.withUnsafeBytes { k in
                 identity.seed.withUnsafeBytes { seed in
                     _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
@@ -89,42 +104,38 @@ public enum SealedIdentity {
                         k.bindMemory(to: UInt8.self).baseAddress!)
                 }
             }
-            file += sealed
+            file.writeBytes(sealed)
         }
-        file += BLAKE2b.hash(file, outputByteCount: checksumByteCount)
-        return file
+        let checksum = BLAKE2b.Hasher(outputByteCount: checksumByteCount)
+        file.withUnsafeReadableBytes { checksum.update(rawBytes: $0) }
+        file.writeBytes(checksum.finalize())
+        return Array(file.readableBytesView)
     }
 
     // MARK: - Opening
 
     /// The public key recorded in the file, readable without the passphrase (for `weft id`).
     public static func publicIdentity(of file: [UInt8]) throws(WeftCryptoError) -> PublicIdentity {
-        _ = try checkedHeader(file)
-        return try PublicIdentity(bytes: Array(file[8..<40]))
+        try PublicIdentity(bytes: try CheckedFile(file).recordedKey)
     }
 
     /// Whether opening the file needs a passphrase.
     public static func isProtected(_ file: [UInt8]) throws(WeftCryptoError) -> Bool {
-        try checkedHeader(file) == 1
+        if case .passphrase = try CheckedFile(file).contents { true } else { false }
     }
 
     /// Opens the file. `passphrase` is ignored for an unprotected file.
     public static func open(_ file: [UInt8], passphrase: SecureBytes?) throws(WeftCryptoError) -> NodeIdentity {
-        let protection = try checkedHeader(file)
-        let recordedKey = Array(file[8..<40])
+        let checked = try CheckedFile(file)
         let identity: NodeIdentity
-        if protection == 0 {
-            identity = NodeIdentity(seed: SecureBytes(copying: file[40..<72]))
-        } else {
+        switch checked.contents {
+        case .unprotected(let seed):
+            identity = NodeIdentity(seed: seed)
+        case .passphrase(let cost, let salt, let nonce, let sealed):
             guard let passphrase, passphrase.count > 0 else { throw .wrongPassphrase }
-            let cost = ArgonCost(operations: readBigEndian(file, at: 40), memoryKiB: readBigEndian(file, at: 44))
-            let salt = Array(file[48..<(48 + saltByteCount)])
-            let nonceStart = 48 + saltByteCount
-            let nonce = Array(file[nonceStart..<(nonceStart + nonceByteCount)])
-            let sealedStart = nonceStart + nonceByteCount
-            let sealed = Array(file[sealedStart..<(file.count - checksumByteCount)])
-            let additionalData = Array(file[0..<sealedStart])
             guard cost.isAcceptable else { throw .damagedFile("its Argon2id parameters are out of range") }
+            // Every byte before the sealed seed is authenticated.
+            let additionalData = Array(file[0..<(file.count - checksumByteCount - sealedSeedByteCount)])
             guard let key = deriveKey(passphrase: passphrase, salt: salt, cost: cost) else {
                 throw .keyDerivationFailed
             }
@@ -140,7 +151,7 @@ public enum SealedIdentity {
             if failed { throw .wrongPassphrase }
             identity = NodeIdentity(seed: seed)
         }
-        guard identity.publicKey.bytes == recordedKey else {
+        guard identity.publicKey.bytes == checked.recordedKey else {
             throw .damagedFile("the recorded public key does not match the sealed key")
         }
         return identity
@@ -148,26 +159,76 @@ public enum SealedIdentity {
 
     // MARK: - Layout
 
-    /// Checks magic, version, length and checksum; returns the protection byte.
-    private static func checkedHeader(_ file: [UInt8]) throws(WeftCryptoError) -> UInt8 {
-        guard file.count >= 8, Array(file[0..<6]) == magic else {
-            throw .damagedFile("it is not a Weft identity file")
+    /// XChaCha20-Poly1305 of the 32-byte seed: the seed and a 16-byte tag.
+    static let sealedSeedByteCount = NodeIdentity.seedByteCount + 16
+    /// Magic, version, protection, public key.
+    static let headerByteCount = 6 + 1 + 1 + PublicIdentity.byteCount
+
+    /// The whole file's length for a protection byte, or nil for an unknown protection.
+    static func byteCount(protection: UInt8) -> Int? {
+        switch protection {
+        case 0: headerByteCount + NodeIdentity.seedByteCount + checksumByteCount
+        case 1: headerByteCount + 8 + saltByteCount + nonceByteCount + sealedSeedByteCount + checksumByteCount
+        default: nil
         }
-        guard file[6] == version else { throw .damagedFile("it has unknown format version \(file[6])") }
-        let expectedLength: Int
-        switch file[7] {
-        case 0: expectedLength = 40 + NodeIdentity.seedByteCount + checksumByteCount
-        case 1: expectedLength = 48 + saltByteCount + nonceByteCount + NodeIdentity.seedByteCount + 16 + checksumByteCount
-        default: throw .damagedFile("it has unknown protection \(file[7])")
+    }
+
+    /// A file whose magic, version, length and checksum hold, split into its fields.
+    private struct CheckedFile {
+        enum Contents {
+            case unprotected(seed: SecureBytes)
+            case passphrase(cost: ArgonCost, salt: [UInt8], nonce: [UInt8], sealed: [UInt8])
         }
-        guard file.count == expectedLength else {
-            throw .damagedFile("it is \(file.count) bytes long instead of \(expectedLength) (truncated?)")
+
+        let recordedKey: [UInt8]
+        let contents: Contents
+
+        init(_ file: [UInt8]) throws(WeftCryptoError) {
+            var buffer = ByteBuffer(bytes: file)
+            // The copy may hold an unprotected seed: zero it. Nothing read below keeps a slice
+            // of it, so the storage is not shared and is wiped in place.
+            defer {
+                buffer.moveReaderIndex(to: 0)
+                buffer.withUnsafeMutableReadableBytes(secureZero)
+            }
+            guard let magic = buffer.readBytes(length: SealedIdentity.magic.count), magic == SealedIdentity.magic,
+                let version = buffer.readInteger(as: UInt8.self),
+                let protection = buffer.readInteger(as: UInt8.self)
+            else { throw .damagedFile("it is not a Weft identity file") }
+            guard version == SealedIdentity.version else { throw .damagedFile("it has unknown format version \(version)") }
+            guard let expectedLength = SealedIdentity.byteCount(protection: protection) else {
+                throw .damagedFile("it has unknown protection \(protection)")
+            }
+            guard file.count == expectedLength else {
+                throw .damagedFile("it is \(file.count) bytes long instead of \(expectedLength) (truncated?)")
+            }
+            let checksum = BLAKE2b.Hasher(outputByteCount: checksumByteCount)
+            file.withUnsafeBytes { checksum.update(rawBytes: UnsafeRawBufferPointer(rebasing: $0.dropLast(checksumByteCount))) }
+            guard checksum.finalize() == Array(file.suffix(checksumByteCount)) else {
+                throw .damagedFile("its checksum does not match (altered or corrupted)")
+            }
+
+            // The length is checked, so every read below finds its bytes.
+            guard let recordedKey = buffer.readBytes(length: PublicIdentity.byteCount) else {
+                throw .damagedFile("it is shorter than its header")
+            }
+            self.recordedKey = recordedKey
+            if protection == 0 {
+                let seed = buffer.withUnsafeReadableBytes { readable in
+                    SecureBytes(copying: UnsafeRawBufferPointer(rebasing: readable.prefix(NodeIdentity.seedByteCount)))
+                }
+                contents = .unprotected(seed: seed)
+            } else {
+                guard let operations = buffer.readInteger(as: UInt32.self),
+                    let memoryKiB = buffer.readInteger(as: UInt32.self),
+                    let salt = buffer.readBytes(length: saltByteCount),
+                    let nonce = buffer.readBytes(length: nonceByteCount),
+                    let sealed = buffer.readBytes(length: sealedSeedByteCount)
+                else { throw .damagedFile("it is shorter than its protection needs") }
+                contents = .passphrase(
+                    cost: ArgonCost(operations: operations, memoryKiB: memoryKiB), salt: salt, nonce: nonce, sealed: sealed)
+            }
         }
-        let body = Array(file[0..<(file.count - checksumByteCount)])
-        guard BLAKE2b.hash(body, outputByteCount: checksumByteCount) == Array(file.suffix(checksumByteCount)) else {
-            throw .damagedFile("its checksum does not match (altered or corrupted)")
-        }
-        return file[7]
     }
 
     /// Runs Argon2id; nil only if libsodium fails (in practice: cannot allocate the memory).
@@ -183,13 +244,5 @@ public enum SealedIdentity {
             }
         }
         return status == 0 ? key : nil
-    }
-
-    private static func bigEndian(_ value: UInt32) -> [UInt8] {
-        [UInt8(value >> 24), UInt8((value >> 16) & 0xff), UInt8((value >> 8) & 0xff), UInt8(value & 0xff)]
-    }
-
-    private static func readBigEndian(_ bytes: [UInt8], at offset: Int) -> UInt32 {
-        bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | UInt32($1) }
     }
 }

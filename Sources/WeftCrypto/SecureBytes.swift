@@ -34,11 +34,9 @@ public struct SecureBytes: Sendable, Equatable, ContiguousBytes, CustomStringCon
         }
     }
 
-    /// `count` bytes from libsodium's CSPRNG.
+    /// `count` bytes from libsodium's CSPRNG, drawn in place (no copy to wipe).
     public static func random(count: Int) -> SecureBytes {
-        var bytes = secureRandomBytes(count)
-        defer { bytes.withUnsafeMutableBytes(secureZero) }
-        return SecureBytes(copying: bytes)
+        SystemRandomSource().secret(count: count)
     }
 
     public var count: Int { storage.count }

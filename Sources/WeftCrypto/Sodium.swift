@@ -12,9 +12,8 @@ enum Sodium {
 
 /// Fills `count` bytes from libsodium's CSPRNG.
 public func secureRandomBytes(_ count: Int) -> [UInt8] {
-    _ = Sodium.ready
     var bytes = [UInt8](repeating: 0, count: count)
-    bytes.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
+    bytes.withUnsafeMutableBytes { SystemRandomSource().fill($0) }
     return bytes
 }
 

@@ -7,9 +7,9 @@ public struct X25519KeyPair: Sendable {
     public let publicKey: [UInt8]
     let privateKey: SecureBytes
 
-    /// A fresh key pair from libsodium's CSPRNG.
-    public static func generate() -> X25519KeyPair {
-        X25519KeyPair(privateKey: .random(count: keyByteCount))
+    /// A fresh key pair, by default from libsodium's CSPRNG.
+    public static func generate(using random: any RandomSource = SystemRandomSource()) -> X25519KeyPair {
+        X25519KeyPair(privateKey: random.secret(count: keyByteCount))
     }
 
     /// The key pair for a given private key (used by test vectors and by identities).

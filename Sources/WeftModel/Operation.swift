@@ -1,3 +1,5 @@
+import NIOCore
+import WeftBytes
 import WeftCrypto
 
 /// A message part: bytes and a MIME type of the form `type/subtype`.
@@ -141,154 +143,71 @@ public struct Operation: Hashable, Sendable {
 
     /// The canonical encoding: the bytes that are hashed and signed.
     public func encoded() -> [UInt8] {
-        var w = BinaryWriter()
-        w.u8(Self.formatVersion)
-        w.u8(body.kind)
-        w.raw(author.bytes)
-        w.raw(conversation.bytes)
-        w.u64(sequence)
-        w.u64(timestamp.rawValue)
-        w.count(causes.count)
-        for cause in causes { w.raw(cause.bytes) }
-        var b = BinaryWriter()
+        var buffer = ByteBufferAllocator().buffer(capacity: estimatedByteCount)
+        write(to: &buffer)
+        return buffer.readableBytesArray
+    }
+
+    /// Writes the canonical encoding (SPEC.md §12.1) and returns its length.
+    @discardableResult
+    func write(to w: inout ByteBuffer) -> Int {
+        var written = w.writeInteger(Self.formatVersion) + w.writeInteger(body.kind)
+        written += w.writeBytes(author.bytes) + w.writeBytes(conversation.bytes)
+        written += w.writeInteger(sequence) + w.writeInteger(timestamp.rawValue)
+        written += w.writeOperationListCount(causes.count)
+        for cause in causes { written += w.writeBytes(cause.bytes) }
+        written += w.writeLengthPrefixed(UInt32.self) { b in body.write(to: &b) }
+        return written
+    }
+
+    /// Enough capacity for the encoding in one allocation (exact but for small text fields).
+    private var estimatedByteCount: Int {
+        let header = 2 + PublicIdentity.byteCount + ConversationID.byteCount + 16 + 2 + causes.count * OperationID.byteCount + 4
         switch body {
-        case .createConversation(let participants, let distinct, let generation, let metadata):
-            b.u8(distinct ? 1 : 0)
-            b.u32(generation)
-            Self.writeUsers(participants, to: &b)
-            b.count(metadata.count)
-            for key in Self.sortedByUTF8(metadata.keys) {
-                b.text(key)
-                b.text(metadata[key]!)
-            }
-        case .addParticipants(let users), .removeParticipants(let users):
-            Self.writeUsers(users, to: &b)
-        case .setMetadata(let entries):
-            b.count(entries.count)
-            for key in Self.sortedByUTF8(entries.keys) {
-                b.text(key)
-                if let value = entries[key]! {
-                    b.u8(1)
-                    b.text(value)
-                } else {
-                    b.u8(0)
-                }
-            }
-        case .postMessage(let parts, let options):
-            b.count(parts.count)
-            for part in parts {
-                b.text(part.mimeType)
-                b.blob(part.data)
-            }
-            Self.writeOptional(options.notificationText, to: &b)
-            Self.writeOptional(options.notificationSound, to: &b)
-        case .delivered(let messages), .read(let messages):
-            let sorted = Array(Set(messages)).sorted()
-            b.count(sorted.count)
-            for message in sorted { b.raw(message.bytes) }
-        case .markAllRead:
-            break
-        case .deleteMessage(let message):
-            b.raw(message.bytes)
+        case .postMessage(let parts, _):
+            return header + parts.reduce(64) { $0 + 6 + $1.mimeType.utf8.count + $1.data.count }
+        case .createConversation(let users, _, _, _), .addParticipants(let users), .removeParticipants(let users):
+            return header + 128 + users.count * PublicIdentity.byteCount
+        case .delivered(let ids), .read(let ids):
+            return header + 2 + ids.count * OperationID.byteCount
+        case .setMetadata, .markAllRead, .deleteMessage:
+            return header + 128
         }
-        w.blob(b.bytes)
-        return w.bytes
     }
 
     /// Decodes a canonical encoding. Non-canonical input (unsorted lists, duplicates, trailing
     /// bytes) is refused, so one operation has exactly one encoding and one identifier.
     public init(decoding bytes: [UInt8]) throws(OperationError) {
-        guard bytes.count <= Self.maxByteCount else {
-            throw .malformed("the operation is \(bytes.count) bytes; the limit is \(Self.maxByteCount)")
+        try self.init(decoding: ByteBuffer(bytes: bytes))
+    }
+
+    /// Decodes a canonical encoding: every readable byte of `buffer` belongs to it.
+    init(decoding buffer: ByteBuffer) throws(OperationError) {
+        guard buffer.readableBytes <= Self.maxByteCount else {
+            throw .malformed("the operation is \(buffer.readableBytes) bytes; the limit is \(Self.maxByteCount)")
         }
-        var r = BinaryReader(bytes)
-        let version = try r.u8()
+        var r = buffer
+        let version = try r.readOperationInteger(UInt8.self)
         guard version == Self.formatVersion else {
             throw OperationError(.unknownVersion, "operation format version \(version) is newer than this node's (1)")
         }
-        let kind = try r.u8()
-        // Keys are taken as bytes (SPEC.md §12.1): the author's is checked by the signature, and
-        // a participant key that is no curve point names a user who can never sign.
-        let author = PublicIdentity(unvalidatedBytes: try r.raw(PublicIdentity.byteCount))
-        let conversation = ConversationID(bytes: try r.raw(ConversationID.byteCount))!
-        let sequence = try r.u64()
-        let timestamp = HLCTimestamp(rawValue: try r.u64())
-        let causeCount = try r.count()
-        var causes: [OperationID] = []
-        for _ in 0..<causeCount { causes.append(OperationID(bytes: try r.raw(OperationID.byteCount))!) }
-        guard Self.isStrictlySorted(causes) else { throw .malformed("causes are not sorted and unique") }
-        let bodyBytes = try r.blob(limit: Self.maxByteCount)
-        try r.expectEnd()
-
-        var b = BinaryReader(bodyBytes)
-        let body: OperationBody
-        switch kind {
-        case 1:
-            let distinctByte = try b.u8()
-            guard distinctByte <= 1 else { throw .malformed("distinct is not 0 or 1") }
-            let generation = try b.u32()
-            let participants = try Self.readUsers(&b)
-            let metadataCount = try b.count()
-            var metadata: [String: String] = [:]
-            var lastKey: String?
-            for _ in 0..<metadataCount {
-                let key = try b.text()
-                guard lastKey.map({ Array($0.utf8).lexicographicallyPrecedes(Array(key.utf8)) }) ?? true else {
-                    throw .malformed("metadata keys are not sorted and unique")
-                }
-                lastKey = key
-                guard metadata[key] == nil else { throw Self.equivalentKeys(key) }
-                metadata[key] = try b.text()
-            }
-            body = .createConversation(participants: participants, distinct: distinctByte == 1, generation: generation, metadata: metadata)
-        case 2: body = .addParticipants(try Self.readUsers(&b))
-        case 3: body = .removeParticipants(try Self.readUsers(&b))
-        case 4:
-            let count = try b.count()
-            guard count > 0 else { throw .malformed("setMetadata sets no keys") }
-            var entries: [String: String?] = [:]
-            var lastKey: String?
-            for _ in 0..<count {
-                let key = try b.text()
-                guard lastKey.map({ Array($0.utf8).lexicographicallyPrecedes(Array(key.utf8)) }) ?? true else {
-                    throw .malformed("metadata keys are not sorted and unique")
-                }
-                lastKey = key
-                guard entries[key] == nil else { throw Self.equivalentKeys(key) }
-                switch try b.u8() {
-                case 0: entries[key] = .some(nil)
-                case 1: entries[key] = .some(try b.text())
-                default: throw .malformed("a metadata value flag is not 0 or 1")
-                }
-            }
-            body = .setMetadata(entries)
-        case 5:
-            let count = try b.count()
-            guard count > 0 else { throw .malformed("a message has no parts") }
-            var parts: [MessagePart] = []
-            for _ in 0..<count {
-                let mimeType = try b.text()
-                guard MessagePart.isValidMIMEType(mimeType) else {
-                    throw .malformed("MIME type \"\(mimeType)\" is not of the form type/subtype")
-                }
-                parts.append(MessagePart(mimeType: mimeType, data: try b.blob(limit: Self.maxByteCount)))
-            }
-            let text = try Self.readOptional(&b)
-            let sound = try Self.readOptional(&b)
-            body = .postMessage(parts: parts, options: MessageOptions(notificationText: text, notificationSound: sound))
-        case 6, 7:
-            let count = try b.count()
-            guard count > 0 else { throw .malformed("a receipt names no messages") }
-            var messages: [OperationID] = []
-            for _ in 0..<count { messages.append(OperationID(bytes: try b.raw(OperationID.byteCount))!) }
-            guard Self.isStrictlySorted(messages) else { throw .malformed("receipt messages are not sorted and unique") }
-            body = kind == 6 ? .delivered(messages) : .read(messages)
-        case 8: body = .markAllRead
-        case 9: body = .deleteMessage(OperationID(bytes: try b.raw(OperationID.byteCount))!)
-        default:
-            throw OperationError(.unknownKind, "operation kind \(kind) is unknown to this version (from a newer one?)")
+        let kind = try r.readOperationInteger(UInt8.self)
+        let author = try r.readOperationUser()
+        guard let conversation = ConversationID(bytes: try r.readOperationBytes(count: ConversationID.byteCount)) else {
+            throw .endsEarly
         }
-        try b.expectEnd()
+        let sequence = try r.readOperationInteger(UInt64.self)
+        let timestamp = HLCTimestamp(rawValue: try r.readOperationInteger(UInt64.self))
+        let causeCount = try r.readOperationListCount()
+        var causes: [OperationID] = []
+        causes.reserveCapacity(causeCount)
+        for _ in 0..<causeCount { causes.append(try r.readOperationID()) }
+        guard Self.isStrictlySorted(causes) else { throw .malformed("causes are not sorted and unique") }
+        var b = try r.readOperationBlob(limit: Self.maxByteCount)
+        try r.expectOperationEnd("the operation")
+
+        let body = try OperationBody(kind: kind, reading: &b)
+        try b.expectOperationEnd("the operation's body")
         self.init(author: author, conversation: conversation, sequence: sequence, timestamp: timestamp, causes: causes, body: body)
     }
 
@@ -323,53 +242,19 @@ public struct Operation: Hashable, Sendable {
 
     // MARK: - Helpers
 
-    /// Metadata keys in the order of their UTF-8 bytes (§12.3), which is not `String`'s order
-    /// for text that is not in normalization form C.
-    private static func sortedByUTF8(_ keys: some Sequence<String>) -> [String] {
-        keys.map { (key: $0, bytes: Array($0.utf8)) }
+    /// Metadata entries in the order of their keys' UTF-8 bytes (§12.3), which is not
+    /// `String`'s order for text that is not in normalization form C.
+    static func sortedByUTF8<Value>(_ entries: [String: Value]) -> [(key: String, value: Value)] {
+        entries.map { (entry: $0, bytes: Array($0.key.utf8)) }
             .sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
-            .map(\.key)
+            .map(\.entry)
     }
 
-    private static func equivalentKeys(_ key: String) -> OperationError {
+    static func equivalentKeys(_ key: String) -> OperationError {
         .malformed("two metadata keys are canonically equivalent text (\"\(key)\")")
     }
 
-    private static func writeUsers(_ users: [UserID], to w: inout BinaryWriter) {
-        let sorted = Array(Set(users)).sorted()
-        w.count(sorted.count)
-        for user in sorted { w.raw(user.bytes) }
-    }
-
-    private static func readUsers(_ r: inout BinaryReader) throws(OperationError) -> [UserID] {
-        let count = try r.count()
-        guard count > 0, count <= maxItems else { throw .malformed("a participant list holds \(count) users") }
-        var users: [UserID] = []
-        for _ in 0..<count {
-            users.append(PublicIdentity(unvalidatedBytes: try r.raw(PublicIdentity.byteCount)))
-        }
-        guard isStrictlySorted(users) else { throw .malformed("participants are not sorted and unique") }
-        return users
-    }
-
-    private static func writeOptional(_ text: String?, to w: inout BinaryWriter) {
-        if let text {
-            w.u8(1)
-            w.text(text)
-        } else {
-            w.u8(0)
-        }
-    }
-
-    private static func readOptional(_ r: inout BinaryReader) throws(OperationError) -> String? {
-        switch try r.u8() {
-        case 0: return nil
-        case 1: return try r.text()
-        default: throw .malformed("an optional field's flag is not 0 or 1")
-        }
-    }
-
-    private static func isStrictlySorted<T: Comparable>(_ items: [T]) -> Bool {
+    static func isStrictlySorted<T: Comparable>(_ items: [T]) -> Bool {
         zip(items, items.dropFirst()).allSatisfy { $0 < $1 }
     }
 }

@@ -1,3 +1,5 @@
+import NIOCore
+import WeftBytes
 import WeftCrypto
 
 /// An operation with its identifier and its author's signature (SPEC.md §12.1).
@@ -31,11 +33,12 @@ public struct SignedOperation: Hashable, Sendable {
     /// Parses the wire form. Checks structure only: call `hasValidSignature` before applying.
     /// `claimedID`, when the sender named the operation, must match the recomputed identifier.
     public init(wireBytes: [UInt8], claimedID: OperationID? = nil) throws(OperationError) {
-        var reader = BinaryReader(wireBytes)
-        let encoding = try reader.blob(limit: Operation.maxByteCount)
-        let signature = try reader.raw(Self.signatureByteCount)
-        try reader.expectEnd()
-        let operation = try Operation(decoding: encoding)
+        var reader = ByteBuffer(bytes: wireBytes)
+        let encodingBytes = try reader.readOperationBlob(limit: Operation.maxByteCount)
+        let signature = try reader.readOperationBytes(count: Self.signatureByteCount)
+        try reader.expectOperationEnd("the signature")
+        let operation = try Operation(decoding: encodingBytes)
+        let encoding = encodingBytes.readableBytesArray
         let id = OperationID(hashing: encoding)
         if let claimedID, claimedID != id {
             throw OperationError(.wrongHash, "operation \(claimedID) does not hash to its identifier (it hashes to \(id))")
@@ -47,10 +50,10 @@ public struct SignedOperation: Hashable, Sendable {
     }
 
     public var wireBytes: [UInt8] {
-        var w = BinaryWriter(capacity: encoding.count + 68)
-        w.blob(encoding)
-        w.raw(signature)
-        return w.bytes
+        var buffer = ByteBufferAllocator().buffer(capacity: 4 + encoding.count + signature.count)
+        buffer.writeOperationBlob(encoding)
+        buffer.writeBytes(signature)
+        return buffer.readableBytesArray
     }
 
     /// Whether the author's key verifies the signature. The expensive part of accepting an

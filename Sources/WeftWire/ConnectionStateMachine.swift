@@ -1,4 +1,5 @@
 import NIOCore
+import WeftBytes
 import WeftCrypto
 
 /// What a connection's owner must do after feeding an event to `ConnectionStateMachine`.
@@ -19,7 +20,11 @@ public enum ConnectionAction: Sendable {
 /// then encrypted frames with keepalive and rekeying (SPEC.md §2–§5).
 ///
 /// Bytes and clock readings go in; actions come out. The machine never touches a socket or a
-/// clock, so two of them can be pumped against each other in memory.
+/// clock, so two of them can be pumped against each other in memory. Randomness comes from
+/// `Configuration.random`, so seeded machines replay byte for byte.
+///
+/// The transport ciphers inside are references (`CipherState`): a copy of an established
+/// machine seals with the same nonce counters as the original, never with a used nonce.
 public struct ConnectionStateMachine: Sendable {
     public enum Role: Sendable, Equatable { case initiator, responder }
 
@@ -29,14 +34,21 @@ public struct ConnectionStateMachine: Sendable {
         public var meshKey: MeshKey
         public var displayName: String
         public var policy: ChannelPolicy
+        /// Where handshakes draw their ephemeral keys: libsodium's CSPRNG on a node, a
+        /// `SeededRandomSource` in a simulation, so the same seeds give the same bytes.
+        public var random: any RandomSource
         /// The Noise static key, derived from `identity` once rather than per connection.
         let staticKey: X25519KeyPair
 
-        public init(identity: NodeIdentity, meshKey: MeshKey, displayName: String, policy: ChannelPolicy = .default) {
+        public init(
+            identity: NodeIdentity, meshKey: MeshKey, displayName: String, policy: ChannelPolicy = .default,
+            random: any RandomSource = SystemRandomSource()
+        ) {
             self.identity = identity
             self.meshKey = meshKey
             self.displayName = displayName
             self.policy = policy
+            self.random = random
             self.staticKey = identity.agreementKeyPair()
         }
 
@@ -255,10 +267,19 @@ public struct ConnectionStateMachine: Sendable {
             return false
         }
         let prologue = role == .initiator ? localPreamble.bytes + peerBytes : peerBytes + localPreamble.bytes
-        var handshake = try! NoiseHandshake(
-            protocolName: WireConstants.noiseProtocolName, role: role == .initiator ? .initiator : .responder,
-            prologue: prologue, localStatic: configuration.staticKey,
-            preSharedKeys: [configuration.meshKey.secret], fixedEphemeral: fixedEphemeral)
+        var handshake: NoiseHandshake
+        do {
+            handshake = try NoiseHandshake(
+                protocolName: WireConstants.noiseProtocolName, role: role == .initiator ? .initiator : .responder,
+                prologue: prologue, localStatic: configuration.staticKey,
+                preSharedKeys: [configuration.meshKey.secret], random: configuration.random,
+                fixedEphemeral: fixedEphemeral)
+        } catch {
+            // Only a protocol name or key this build does not support gets here: our fault,
+            // not the peer's, but it ends this connection and not the node.
+            end(.handshakeFailed, "could not start the handshake: \(error)", into: &output)
+            return false
+        }
         if role == .initiator {
             // Message 1: -> psk-mixed e, with an empty payload.
             guard writeHandshakeMessage(&handshake, payload: [], into: &output) else { return false }
@@ -270,11 +291,16 @@ public struct ConnectionStateMachine: Sendable {
     private mutating func readHandshakeMessage(
         _ handshake: NoiseHandshake, deadline: NIODeadline, now: NIODeadline, into output: inout Output
     ) -> Bool {
-        guard let length = inbound.getInteger(at: inbound.readerIndex, as: UInt16.self),
-            inbound.readableBytes >= WireConstants.handshakeLengthByteCount + Int(length)
-        else { return false }
-        inbound.moveReaderIndex(forwardBy: WireConstants.handshakeLengthByteCount)
-        let message = inbound.readBytes(length: Int(length))!
+        let message: [UInt8]
+        do {
+            // Nil until the whole message is there (SPEC.md §3.2: u16 length, then the message).
+            guard let bytes = try inbound.readLengthPrefixedBytes(UInt16.self, limit: NoiseHandshake.maxMessageByteCount)
+            else { return false }
+            message = bytes
+        } catch {
+            end(.handshakeFailed, "a handshake message from the peer is invalid (\(error))", into: &output)
+            return false
+        }
         var handshake = handshake
         let messageNumber = role == .initiator ? 2 : (handshake.isOurTurn ? 0 : (handshake.remoteEphemeralKey == nil ? 1 : 3))
 

@@ -1,4 +1,5 @@
 import NIOCore
+import WeftBytes
 
 /// A transport frame, the plaintext inside one encrypted record (SPEC.md "Frames"):
 /// type (u8) | flags (u8, zero in version 1) | payload.
@@ -93,7 +94,8 @@ public enum Frame: Hashable, Sendable {
             guard buffer.readableBytes <= WireConstants.maxReasonTextByteCount else {
                 throw .malformed("\(type.withArticle) frame's text is longer than \(WireConstants.maxReasonTextByteCount) bytes")
             }
-            guard let text = String(validating: buffer.readableBytesView, as: UTF8.self)
+            // The text is the rest of the frame, so it is all there: only its UTF-8 can fail.
+            guard let text = try? buffer.readText(length: buffer.readableBytes)
             else { throw .malformed("\(type.withArticle) frame's text is not valid UTF-8") }
             return type == .close ? .close(CloseCode(rawValue: code), text) : .error(ErrorCode(rawValue: code), text)
         case .rekey:

@@ -1,4 +1,5 @@
 import NIOCore
+import WeftBytes
 import WeftCrypto
 
 /// What a node tells its peer in its handshake payload (SPEC.md "Handshake payload"):
@@ -24,8 +25,9 @@ public struct NodeInfo: Hashable, Sendable {
 
     @discardableResult
     public func write(to buffer: inout ByteBuffer) -> Int {
-        buffer.writeInteger(protocolVersion) + buffer.writeInteger(features)
-            + buffer.writeBytes(identity.bytes) + buffer.writeShortString(displayName)
+        // Cut again here: `displayName` is a var, and may have been set past the limit.
+        buffer.writeInteger(protocolVersion) + buffer.writeInteger(features) + buffer.writeBytes(identity.bytes)
+            + buffer.writeLengthPrefixedText(displayName.truncatedToUTF8(WireConstants.maxDisplayNameByteCount), UInt8.self)
     }
 
     public var bytes: [UInt8] {
@@ -42,9 +44,13 @@ public struct NodeInfo: Hashable, Sendable {
             let features = buffer.readInteger(as: UInt64.self),
             let key = buffer.readBytes(length: PublicIdentity.byteCount)
         else { throw .malformed("the handshake payload is too short for node info") }
-        guard let name = try buffer.readShortString(limit: WireConstants.maxDisplayNameByteCount) else {
-            throw .malformed("the handshake payload's display name is truncated")
+        let name: String?
+        do {
+            name = try buffer.readLengthPrefixedText(UInt8.self, limit: WireConstants.maxDisplayNameByteCount)
+        } catch {
+            throw .malformed("the handshake payload's display name: \(error)")
         }
+        guard let name else { throw .malformed("the handshake payload's display name is truncated") }
         // The handshake converts this key to X25519 to check it against the Noise static key;
         // that conversion rejects an invalid point, so it is not checked twice.
         self.identity = PublicIdentity(unvalidatedBytes: key)

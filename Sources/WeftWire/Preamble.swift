@@ -1,4 +1,5 @@
 import NIOCore
+import WeftBytes
 
 /// The 8 bytes each side sends first, before the handshake (SPEC.md "Preamble"):
 /// `"WEFT"` | protocol version (u16) | reserved (u16, zero).
@@ -25,17 +26,18 @@ public struct Preamble: Hashable, Sendable {
         return Array(buffer.readableBytesView)
     }
 
-    /// Nil if fewer than 8 bytes are available; throws if the magic is wrong.
+    /// Nil if fewer than 8 bytes are available; throws if the magic is wrong. Either way the
+    /// reader index stays where it was.
     public static func read(from buffer: inout ByteBuffer) throws(WeftWireError) -> Preamble? {
-        guard let bytes = buffer.getBytes(at: buffer.readerIndex, length: WireConstants.preambleByteCount) else {
-            return nil
+        try buffer.rewindingReaderIndexOnNil { buffer throws(WeftWireError) in
+            guard let magic = buffer.readBytes(length: WireConstants.magic.count),
+                let version = buffer.readInteger(as: UInt16.self),
+                let reserved = buffer.readInteger(as: UInt16.self)
+            else { return nil }
+            guard magic == WireConstants.magic else {
+                throw .malformed("the connection does not start with the Weft magic \"WEFT\"")
+            }
+            return Preamble(version: version, reserved: reserved)
         }
-        guard Array(bytes[0..<4]) == WireConstants.magic else {
-            throw .malformed("the connection does not start with the Weft magic \"WEFT\"")
-        }
-        buffer.moveReaderIndex(forwardBy: WireConstants.preambleByteCount)
-        return Preamble(
-            version: UInt16(bytes[4]) << 8 | UInt16(bytes[5]),
-            reserved: UInt16(bytes[6]) << 8 | UInt16(bytes[7]))
     }
 }

@@ -7,9 +7,12 @@ import WeftCrypto
 ///
 /// Sans-I/O and allocation-free on the hot path: frames are encrypted in the output buffer and
 /// decrypted in the input buffer.
+///
+/// The two `CipherState`s are references that own their nonces: a copy of the codec seals and
+/// opens with the same counters, so sealing through a copy never reuses a nonce.
 public struct TransportCodec: Sendable {
-    private var sendCipher: CipherState
-    private var receiveCipher: CipherState
+    private let sendCipher: CipherState
+    private let receiveCipher: CipherState
 
     /// Plaintext bytes sealed under the current sending key (for the rekey policy).
     public private(set) var bytesSentSinceRekey: UInt64 = 0
@@ -31,12 +34,10 @@ public struct TransportCodec: Sendable {
         let start = buffer.writerIndex
         frame.write(to: &buffer)
         buffer.writeRepeatingByte(0, count: WireConstants.tagByteCount)
-        var cipher = sendCipher
         let result = buffer.withUnsafeMutableBytes(at: start, length: recordLength) { record in
-            Result { () throws(WeftCryptoError) in try cipher.seal(inPlace: record, plaintextByteCount: frameLength) }
+            Result { () throws(WeftCryptoError) in try sendCipher.seal(inPlace: record, plaintextByteCount: frameLength) }
         }
         try result.get()
-        sendCipher = cipher
         bytesSentSinceRekey &+= UInt64(frameLength)
     }
 
@@ -51,7 +52,7 @@ public struct TransportCodec: Sendable {
     /// Opens the next record in `buffer`, if it is all there. Returns nil (consuming nothing)
     /// when more bytes are needed; throws on a bad length or a failed tag.
     /// A `.rekey` frame switches the receiving key before it is returned.
-    public mutating func open(from buffer: inout ByteBuffer) throws(WeftWireError) -> Frame? {
+    public func open(from buffer: inout ByteBuffer) throws(WeftWireError) -> Frame? {
         guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return nil }
         let recordLength = Int(length)
         guard recordLength <= WireConstants.maxFrameByteCount + WireConstants.tagByteCount else {
@@ -63,13 +64,13 @@ public struct TransportCodec: Sendable {
         guard buffer.readableBytes >= WireConstants.recordLengthByteCount + recordLength else { return nil }
 
         let start = buffer.readerIndex + WireConstants.recordLengthByteCount
-        var cipher = receiveCipher
         let opened = buffer.withUnsafeMutableBytes(at: start, length: recordLength) { record in
-            Result { () throws(WeftCryptoError) in try cipher.open(inPlace: record) }
+            Result { () throws(WeftCryptoError) in try receiveCipher.open(inPlace: record) }
         }
-        guard case .success(let frameLength) = opened else { throw .decryptionFailed }
-        receiveCipher = cipher
-        let frameBytes = buffer.getSlice(at: start, length: frameLength)!
+        // A failed tag and an exhausted nonce both end the connection as a decryption failure.
+        guard case .success(let frameLength) = opened,
+            let frameBytes = buffer.getSlice(at: start, length: frameLength)
+        else { throw .decryptionFailed }
         buffer.moveReaderIndex(forwardBy: WireConstants.recordLengthByteCount + recordLength)
         let frame = try Frame.read(from: frameBytes)
         if case .rekey = frame { receiveCipher.rekey() }

@@ -12,7 +12,7 @@ struct CipherStateTests {
 
     @Test("encrypt then decrypt returns the plaintext; both nonces advance", arguments: [0, 1, 15, 16, 17, 1000])
     func roundTrip(length: Int) throws {
-        var (sender, receiver) = pair()
+        let (sender, receiver) = pair()
         let plaintext = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 13) }
         let ad: [UInt8] = Array("associated".utf8)
         let ciphertext = try sender.encrypt(associatedData: ad, plaintext: plaintext)
@@ -30,7 +30,7 @@ struct CipherStateTests {
 
     @Test("a tampered byte fails with decryptionFailed and the nonce does not advance")
     func tamperedByte() throws {
-        var (sender, receiver) = pair()
+        let (sender, receiver) = pair()
         let plaintext: [UInt8] = Array("attack at dawn".utf8)
         let ciphertext = try sender.encrypt(associatedData: [], plaintext: plaintext)
         for position in ciphertext.indices {
@@ -59,18 +59,18 @@ struct CipherStateTests {
 
     @Test("a ciphertext does not open under the wrong nonce or key")
     func wrongNonceOrKey() throws {
-        var (sender, receiver) = pair()
+        let (sender, receiver) = pair()
         let ciphertext = try sender.encrypt(associatedData: [], plaintext: [1, 2, 3])
         receiver.setNonce(1)
         #expect(throws: WeftCryptoError.decryptionFailed) { try receiver.decrypt(associatedData: [], ciphertext: ciphertext) }
-        var other = CipherState(key: SecureBytes(copying: [UInt8](repeating: 9, count: 32)))
+        let other = CipherState(key: SecureBytes(copying: [UInt8](repeating: 9, count: 32)))
         #expect(throws: WeftCryptoError.decryptionFailed) { try other.decrypt(associatedData: [], ciphertext: ciphertext) }
     }
 
     @Test("in-place seal and open agree with the whole-message API")
     func inPlace() throws {
-        var (sender, receiver) = pair()
-        var reference = CipherState(key: Self.key)
+        let (sender, receiver) = pair()
+        let reference = CipherState(key: Self.key)
         let plaintext: [UInt8] = Array("in place, no copies".utf8)
         let ad: [UInt8] = [0xaa, 0xbb]
 
@@ -110,8 +110,8 @@ struct CipherStateTests {
 
     @Test("rekey changes the ciphertexts, keeps the nonce, and both sides stay in sync")
     func rekey() throws {
-        var (sender, receiver) = pair()
-        var unrekeyed = CipherState(key: Self.key)
+        let (sender, receiver) = pair()
+        let unrekeyed = CipherState(key: Self.key)
         let plaintext: [UInt8] = Array("same words".utf8)
 
         _ = try sender.encrypt(associatedData: [], plaintext: plaintext)
@@ -128,12 +128,12 @@ struct CipherStateTests {
         #expect(try receiver.decrypt(associatedData: [], ciphertext: afterRekey) == plaintext)
 
         // A receiver that missed the rekey cannot open the new ciphertexts.
-        var stale = CipherState(key: Self.key)
+        let stale = CipherState(key: Self.key)
         stale.setNonce(1)
         #expect(throws: WeftCryptoError.decryptionFailed) { try stale.decrypt(associatedData: [], ciphertext: afterRekey) }
 
         // Rekeying is deterministic (Noise §4.2): a second pair rekeyed the same way agrees.
-        var copy = CipherState(key: Self.key)
+        let copy = CipherState(key: Self.key)
         copy.rekey()
         copy.setNonce(1)
         #expect(try copy.decrypt(associatedData: [], ciphertext: afterRekey) == plaintext)
@@ -150,7 +150,7 @@ struct CipherStateTests {
 
     @Test("the nonce 2^64-1 is never used: encrypt and decrypt throw nonceExhausted")
     func nonceExhaustion() throws {
-        var (sender, receiver) = pair()
+        let (sender, receiver) = pair()
         sender.setNonce(.max - 1)
         receiver.setNonce(.max - 1)
         let last = try sender.encrypt(associatedData: [], plaintext: [42])
@@ -168,7 +168,7 @@ struct CipherStateTests {
 
     @Test("without a key, encrypt and decrypt pass bytes through (Noise §5.1)")
     func noKey() throws {
-        var cipher = CipherState()
+        let cipher = CipherState()
         #expect(!cipher.hasKey)
         #expect(try cipher.encrypt(associatedData: [1], plaintext: [1, 2, 3]) == [1, 2, 3])
         #expect(try cipher.decrypt(associatedData: [1], ciphertext: [4, 5]) == [4, 5])

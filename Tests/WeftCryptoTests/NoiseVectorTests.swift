@@ -83,8 +83,8 @@ struct NoiseVectorTests {
         #expect(responder.handshakeHash.hex == v.handshake_hash)
 
         // Transport: keep alternating (one-way patterns only send initiator to responder).
-        var (initiatorSend, initiatorReceive) = initiator.split()
-        var (responderSend, responderReceive) = responder.split()
+        let (initiatorSend, initiatorReceive) = initiator.split()
+        let (responderSend, responderReceive) = responder.split()
         let oneWay = initiator.pattern.isOneWay
         for (offset, message) in v.messages[handshakeLength...].enumerated() {
             let initiatorSends = oneWay || (handshakeLength + offset) % 2 == 0

@@ -165,7 +165,7 @@ struct ConnectionRawPeerTests {
         #expect(machine.peer == peerInfo)
 
         let (send, receive) = peer.split()
-        var codec = TransportCodec(send: send, receive: receive)
+        let codec = TransportCodec(send: send, receive: receive)
         var records = ByteBuffer(bytes: Self.written(actions))
         #expect(try codec.open(from: &records) == .ping(0))
         #expect(records.readableBytes == 0)

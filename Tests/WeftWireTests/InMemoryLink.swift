@@ -43,11 +43,21 @@ struct InMemoryLink {
         policy: ChannelPolicy = .default, meshKey: MeshKey = .generate(), responderMeshKey: MeshKey? = nil,
         start: NIODeadline = .uptimeNanoseconds(1_000_000_000_000)
     ) {
-        let initiatorConfiguration = ConnectionStateMachine.Configuration(
-            identity: .generate(), meshKey: meshKey, displayName: Self.displayNames[.initiator]!, policy: policy)
-        let responderConfiguration = ConnectionStateMachine.Configuration(
-            identity: .generate(), meshKey: responderMeshKey ?? meshKey, displayName: Self.displayNames[.responder]!,
-            policy: policy)
+        self.init(
+            initiator: ConnectionStateMachine.Configuration(
+                identity: .generate(), meshKey: meshKey, displayName: Self.displayNames[.initiator]!, policy: policy),
+            responder: ConnectionStateMachine.Configuration(
+                identity: .generate(), meshKey: responderMeshKey ?? meshKey, displayName: Self.displayNames[.responder]!,
+                policy: policy),
+            start: start)
+    }
+
+    /// A link between machines configured by the caller (fixed identities, seeded randomness).
+    init(
+        initiator initiatorConfiguration: ConnectionStateMachine.Configuration,
+        responder responderConfiguration: ConnectionStateMachine.Configuration,
+        start: NIODeadline = .uptimeNanoseconds(1_000_000_000_000)
+    ) {
         configurations = [.initiator: initiatorConfiguration, .responder: responderConfiguration]
         initiator = ConnectionStateMachine(role: .initiator, configuration: initiatorConfiguration)
         responder = ConnectionStateMachine(role: .responder, configuration: responderConfiguration)

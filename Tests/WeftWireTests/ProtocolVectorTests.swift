@@ -394,7 +394,7 @@ struct FrameVectorTests {
           arguments: try WireVectorFile.load("frames.json", as: FrameVectors.self).recordHeaders)
     func recordHeader(_ entry: FrameVectors.Invalid) {
         let key = SecureBytes(copying: [UInt8](repeating: 7, count: CipherState.keyByteCount))
-        var codec = TransportCodec(send: CipherState(key: key), receive: CipherState(key: key))
+        let codec = TransportCodec(send: CipherState(key: key), receive: CipherState(key: key))
         var buffer = WireVectorFile.buffer(entry.hex)
         do {
             let frame = try codec.open(from: &buffer)
@@ -478,7 +478,7 @@ struct HandshakeVectorTests {
         var noise = ["initiator": try handshake("initiator"), "responder": try handshake("responder")]
         func key(_ hex: String) -> CipherState { CipherState(key: SecureBytes(copying: WireVectorFile.bytes(hex))) }
         // Readers use the vector's transport keys; writers use their own split() ciphers.
-        var readers = [
+        let readers = [
             "initiator": key(vector.transportKeys.initiatorToResponder),
             "responder": key(vector.transportKeys.responderToInitiator),
         ]
@@ -582,7 +582,7 @@ struct HandshakeVectorTests {
         }
         #expect(end.kind == .protocolViolation)
         // The responder has sealed one record (PING 0), so its ERROR uses nonce 1.
-        var reader = CipherState(key: SecureBytes(copying: WireVectorFile.bytes(vector.transportKeys.responderToInitiator)))
+        let reader = CipherState(key: SecureBytes(copying: WireVectorFile.bytes(vector.transportKeys.responderToInitiator)))
         reader.setNonce(1)
         let ciphertext = Array(errorRecord.readableBytesView.dropFirst(4))
         let frame = try Frame.read(from: ByteBuffer(bytes: reader.decrypt(associatedData: [], ciphertext: ciphertext)))

@@ -133,15 +133,15 @@ struct TransportCodecTests {
         #expect(a.bytesSentSinceRekey == 2 + 5)
 
         // The third record is sealed under REKEY(forward) at nonce 2, not under the old key.
-        var stale = CipherState(key: forward)
+        let stale = CipherState(key: forward)
         stale.setNonce(2)
         var staleCodec = TransportCodec(send: CipherState(key: backward), receive: stale)
         var afterCopy = after
         expectError(.decryptionFailed, opening: &afterCopy, with: &staleCodec, "under the old key")
-        var rekeyed = CipherState(key: forward)
+        let rekeyed = CipherState(key: forward)
         rekeyed.rekey()
         rekeyed.setNonce(2)
-        var rekeyedCodec = TransportCodec(send: CipherState(key: backward), receive: rekeyed)
+        let rekeyedCodec = TransportCodec(send: CipherState(key: backward), receive: rekeyed)
         afterCopy = after
         #expect(try rekeyedCodec.open(from: &afterCopy) == .data(ByteBuffer(string: "after")))
 
@@ -203,7 +203,7 @@ struct TransportCodecTests {
     func badFrameInsideRecord() throws {
         // Seal a raw unknown-type frame with the codec's own cipher to reach Frame.read.
         let key = SecureBytes.random(count: 32)
-        var cipher = CipherState(key: key)
+        let cipher = CipherState(key: key)
         var codec = TransportCodec(send: CipherState(key: SecureBytes.random(count: 32)), receive: CipherState(key: key))
         for (plaintext, code) in [([UInt8]([0x42, 0]), ErrorCode.unknownFrameType), ([0x01, 0, 1], .malformedFrame), ([0x05, 1], .malformedFrame)] {
             let sealed = try cipher.encrypt(associatedData: [], plaintext: plaintext)

@@ -19,16 +19,21 @@ public struct NoiseHandshake: Sendable {
     public private(set) var remoteStaticKey: [UInt8]?
     public private(set) var remoteEphemeralKey: [UInt8]?
     private var preSharedKeys: [SecureBytes]
+    /// Where ephemeral keys come from (a seeded source makes the handshake reproducible).
+    private let random: any RandomSource
     private var messageIndex = 0
     private var failed = false
 
     /// - Parameters:
     ///   - protocolName: for example `Noise_XXpsk3_25519_ChaChaPoly_BLAKE2b`.
-    ///   - fixedEphemeral: only for test vectors; a fresh ephemeral is generated otherwise.
+    ///   - random: the source of the ephemeral key; libsodium's CSPRNG unless a simulation or
+    ///     test needs the handshake to be reproducible.
+    ///   - fixedEphemeral: only for test vectors, which give the ephemeral key itself.
     public init(
         protocolName: String, role: Role, prologue: [UInt8],
         localStatic: X25519KeyPair? = nil, remoteStaticKey: [UInt8]? = nil,
-        preSharedKeys: [SecureBytes] = [], fixedEphemeral: X25519KeyPair? = nil
+        preSharedKeys: [SecureBytes] = [], random: any RandomSource = SystemRandomSource(),
+        fixedEphemeral: X25519KeyPair? = nil
     ) throws(WeftCryptoError) {
         let parts = protocolName.split(separator: "_", maxSplits: 2)
         guard parts.count == 3, parts[0] == "Noise", parts[2] == Self.suite,
@@ -41,6 +46,7 @@ public struct NoiseHandshake: Sendable {
         self.localEphemeral = fixedEphemeral
         self.remoteStaticKey = remoteStaticKey
         self.preSharedKeys = preSharedKeys
+        self.random = random
         self.symmetric = SymmetricState(protocolName: protocolName)
         symmetric.mixHash(prologue)
 
@@ -79,7 +85,7 @@ public struct NoiseHandshake: Sendable {
             for token in pattern.messages[messageIndex] {
                 switch token {
                 case .e:
-                    let ephemeral = localEphemeral ?? X25519KeyPair.generate()
+                    let ephemeral = localEphemeral ?? X25519KeyPair.generate(using: random)
                     localEphemeral = ephemeral
                     message += ephemeral.publicKey
                     symmetric.mixHash(ephemeral.publicKey)

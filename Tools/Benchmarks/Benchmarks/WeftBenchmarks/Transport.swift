@@ -21,7 +21,7 @@ func registerTransportBenchmarks() {
     // MARK: - Baseline: the AEAD alone
 
     Benchmark("Transport: ChaCha20-Poly1305 seal 64 KiB (baseline)", configuration: configuration) { benchmark in
-        var cipher = CipherState(key: SecureBytes.random(count: CipherState.keyByteCount))
+        let cipher = CipherState(key: SecureBytes.random(count: CipherState.keyByteCount))
         let buffer = UnsafeMutableRawBufferPointer.allocate(
             byteCount: largePayloadByteCount + CipherState.tagByteCount, alignment: 16)
         defer { buffer.deallocate() }

@@ -3,7 +3,18 @@ import PackageDescription
 
 /// Weft: a peer-to-peer messaging mesh node.
 ///
-/// Imports run one way: C libraries <- WeftCrypto/WeftCompression <- WeftWire <- WeftNode <- weft.
+/// Imports run one way (../shared/DESIGN.md):
+///
+///     C libraries (CSodium, CZstd)
+///       <- WeftCrypto, WeftCompression
+///       <- WeftWire (frames, connection state machine), WeftModel (operations, merge rules)
+///       <- WeftStore (SQLite through GRDB), WeftSync (sans-I/O replication: sync messages)
+///       <- WeftNode (SwiftNIO edge: listener, dialers, one session per peer; serves a Store)
+///       <- Weft (the client API)
+///       <- weft (the CLI), WeftTestKit
+///
+/// WeftStore and WeftSync sit side by side: the sync core decides what to send from events
+/// and never touches the database; the node carries out its actions against the store.
 let package = Package(
     name: "weft",
     platforms: [.macOS(.v15)],
@@ -13,6 +24,7 @@ let package = Package(
         .library(name: "WeftWire", targets: ["WeftWire"]),
         .library(name: "WeftModel", targets: ["WeftModel"]),
         .library(name: "WeftStore", targets: ["WeftStore"]),
+        .library(name: "WeftSync", targets: ["WeftSync"]),
         .library(name: "WeftNode", targets: ["WeftNode"]),
         .library(name: "Weft", targets: ["Weft"]),
         .executable(name: "weft", targets: ["weft"]),
@@ -21,6 +33,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-async-algorithms.git", from: "1.1.4"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
@@ -53,10 +66,17 @@ let package = Package(
             ]
         ),
         .target(
+            name: "WeftSync",
+            dependencies: ["WeftWire", "WeftModel", .product(name: "NIOCore", package: "swift-nio")]
+        ),
+        .target(
             name: "WeftNode",
             dependencies: [
                 "WeftCrypto",
                 "WeftWire",
+                "WeftStore",
+                "WeftSync",
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -73,6 +93,7 @@ let package = Package(
                 "WeftCrypto",
                 "WeftWire",
                 "WeftNode",
+                "WeftStore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -100,10 +121,15 @@ let package = Package(
             dependencies: ["WeftWire", "WeftCrypto", .product(name: "NIOCore", package: "swift-nio")]
         ),
         .testTarget(
+            name: "WeftSyncTests",
+            dependencies: ["WeftSync", "WeftWire", .product(name: "NIOCore", package: "swift-nio")]
+        ),
+        .testTarget(
             name: "WeftNodeTests",
             dependencies: [
-                "WeftNode", "WeftWire", "WeftCrypto",
+                "WeftNode", "WeftWire", "WeftCrypto", "WeftStore",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -16,8 +16,8 @@ import WeftWire
 ///
 /// Memory per connection is bounded: the state machine holds at most one partial record
 /// (1 MiB + 20 bytes), the session's inbound buffer `inboundBackPressure.highWatermark` events
-/// plus what one socket read decodes to, and the channel's outbound buffer
-/// `writeBufferWaterMark.high` bytes before `send(_:to:)` waits (plus the frames in flight).
+/// plus what one socket read decodes to, and the channel's outbound buffer one payload per
+/// `send(_:to:)` call waiting for its write.
 public final class MeshNode: Service, Sendable {
     public struct Configuration: Sendable {
         public var identity: NodeIdentity
@@ -64,8 +64,8 @@ public final class MeshNode: Service, Sendable {
         var stopped = false
         /// Every open connection, to close any that never got a session.
         var channels: [ObjectIdentifier: any Channel] = [:]
-        /// The writer of each authenticated peer's session (the latest, if it connected twice).
-        var sessions: [PublicIdentity: (session: ObjectIdentifier, writer: NIOAsyncChannelOutboundWriter<ByteBuffer>)] = [:]
+        /// The channel of each authenticated peer's session (the latest, if it connected twice).
+        var sessions: [PublicIdentity: any Channel] = [:]
     }
 
     public let configuration: Configuration
@@ -203,15 +203,13 @@ public final class MeshNode: Service, Sendable {
 
     // MARK: - Sessions
 
-    func sessionAuthenticated(
-        _ peer: PublicIdentity, session: ObjectIdentifier, writer: NIOAsyncChannelOutboundWriter<ByteBuffer>
-    ) {
-        registry.withLock { $0.sessions[peer] = (session, writer) }
+    func sessionAuthenticated(_ peer: PublicIdentity, channel: any Channel) {
+        registry.withLock { $0.sessions[peer] = channel }
     }
 
-    func sessionEnded(session: ObjectIdentifier) {
+    func sessionEnded(channel: any Channel) {
         registry.withLock { registry in
-            registry.sessions = registry.sessions.filter { $0.value.session != session }
+            registry.sessions = registry.sessions.filter { $0.value !== channel }
         }
     }
 
@@ -225,19 +223,27 @@ public final class MeshNode: Service, Sendable {
 
     /// Sends application bytes to an authenticated peer as one DATA frame.
     ///
-    /// Waits while the peer's connection is unwritable (its outbound buffer is over
-    /// `writeBufferWaterMark.high`), so a slow peer slows its senders instead of filling
-    /// memory. Returns once the connection took the bytes; that is not delivery.
+    /// Returns once the frame is written to the socket, so a sender waits while the peer's
+    /// connection is backed up (over `writeBufferWaterMark.high` bytes queued, the kernel's
+    /// buffers full): a slow peer slows its senders instead of filling memory, and each
+    /// waiting sender holds one payload. Written is not delivered.
+    ///
+    /// (Not through the session's `NIOAsyncChannelOutboundWriter`: its writes hop to the event
+    /// loop without waiting, so one fast sender queues without bound before the writer sees
+    /// the channel turn unwritable. Awaiting each write's promise bounds it, and reports a
+    /// write the connection refused.)
     /// - Throws: `PeerChannelError.payloadTooLarge` over `WireConstants.maxDataPayloadByteCount`
     ///   bytes, `.unknownPeer` without an authenticated connection to `peer`,
-    ///   `.connectionClosed` if the connection closed first.
+    ///   `.connectionClosed` if the connection closed before the frame was written.
     public func send(_ bytes: ByteBuffer, to peer: PublicIdentity) async throws(PeerChannelError) {
         guard bytes.readableBytes <= WireConstants.maxDataPayloadByteCount else {
             throw .payloadTooLarge(bytes.readableBytes)
         }
-        guard let writer = registry.withLock({ $0.sessions[peer]?.writer }) else { throw .unknownPeer(peer) }
+        guard let channel = registry.withLock({ $0.sessions[peer] }) else { throw .unknownPeer(peer) }
         do {
-            try await writer.write(bytes)
+            try await channel.writeAndFlush(bytes).get()
+        } catch let error as PeerChannelError {
+            throw error
         } catch {
             throw .connectionClosed
         }

@@ -6,8 +6,8 @@ import WeftWire
 /// The application side of one connection, run as a child task of `MeshNode.run()` (one per
 /// peer connection, accepted or dialed), in the manner of swift-nio's `NIOAsyncChannel`
 /// examples: the protocol stays in `PeerChannelHandler` on the event loop; the session reads
-/// what the handler passes up and reports it as node events, and lends its back-pressured
-/// writer to `MeshNode.send(_:to:)` while the peer is authenticated.
+/// what the handler passes up, only as fast as the node's events are taken, and reports it as
+/// node events. While the peer is authenticated, `MeshNode.send(_:to:)` writes to its channel.
 ///
 /// The session never throws: a connection's failure ends that connection only.
 struct PeerSession: Sendable {
@@ -19,16 +19,15 @@ struct PeerSession: Sendable {
     /// then starts its backoff afresh).
     func run() async -> Bool {
         let address = connection.channel.remoteAddress
-        let id = ObjectIdentifier(connection.channel)
         var peer: NodeInfo?
         do {
             try await withTaskCancellationHandler {
-                try await connection.executeThenClose { inbound, outbound in
+                try await connection.executeThenClose { inbound, _ in
                     for try await event in inbound {
                         switch event {
                         case .authenticated(let info):
                             peer = info
-                            node.sessionAuthenticated(info.identity, session: id, writer: outbound)
+                            node.sessionAuthenticated(info.identity, channel: connection.channel)
                             await node.report(.peerAuthenticated(info, address: address, direction: direction))
                         case .data(let bytes):
                             if let peer { await node.report(.data(peer.identity, bytes)) }
@@ -37,7 +36,7 @@ struct PeerSession: Sendable {
                         case .ended(let end):
                             // Unregister before reporting, so whoever sees the end also sees the
                             // peer gone from `connectedPeers`.
-                            node.sessionEnded(session: id)
+                            node.sessionEnded(channel: connection.channel)
                             await node.report(.connectionEnded(peer: peer, address: address, end))
                         }
                     }
@@ -51,7 +50,7 @@ struct PeerSession: Sendable {
         } catch {
             node.logger.debug("session with \(address.map(String.init(describing:)) ?? "?") ended: \(error)")
         }
-        node.sessionEnded(session: id)
+        node.sessionEnded(channel: connection.channel)
         return peer != nil
     }
 }

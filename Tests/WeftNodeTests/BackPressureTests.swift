@@ -32,21 +32,24 @@ func settledValue(of value: () -> Int, quiet: Duration = .seconds(1), within sec
 }
 
 /// Waits until `condition` holds, within `seconds`.
-func eventually(within seconds: Int = 30, _ condition: () -> Bool) async throws {
+func eventually(
+    _ what: @autoclosure () -> String = "", within seconds: Int = 30, _ condition: () -> Bool
+) async throws {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while ContinuousClock.now < deadline {
         if condition() { return }
         try await Task.sleep(for: .milliseconds(20))
     }
-    Issue.record("condition not met within \(seconds) s")
+    Issue.record("condition not met within \(seconds) s: \(what())")
     throw CancellationError()
 }
 
 @Suite("back-pressure and limits over real loopback TCP", .timeLimit(.minutes(2)))
 struct BackPressureTests {
-    /// 64 frames of 1 MiB: far more than loopback socket buffers and the node's own buffers
-    /// hold together (a few MiB each), so a sender that ignored back-pressure would finish.
-    static let frameCount = 64
+    /// 128 frames of 1 MiB: twice what loopback socket buffers (here up to 32 MiB to receive
+    /// and 4 MiB to send) and the nodes' own buffers hold together, so a sender that ignored
+    /// back-pressure would finish.
+    static let frameCount = 128
     static let payload = ByteBuffer(repeating: 0xab, count: WireConstants.maxDataPayloadByteCount)
 
     @Test("a payload over the frame limit makes send throw; the connection carries on")
@@ -62,9 +65,7 @@ struct BackPressureTests {
             try await bob.send(tooLarge, to: alice.identity)
         }
         try await bob.send(Self.payload, to: alice.identity)
-        let received = try await alice.events.first { event -> ByteBuffer? in
-            if case .data(_, let bytes) = event { bytes } else { nil }
-        }
+        let received = try await alice.events.first(Match.dataBytes)
         #expect(received == Self.payload)
         #expect(bob.connectedPeers == [alice.identity])
         await #expect(throws: PeerChannelError.unknownPeer(bob.identity)) {
@@ -117,15 +118,16 @@ struct BackPressureTests {
         try await withAuthenticatedRawPeer(at: address, meshKey: meshKey) { machine, _, outbound in
             _ = try await alice.events.first(Match.authenticated)
             alice.events.pause()
-            var records: [ByteBuffer] = []
-            for _ in 0..<Self.frameCount {
-                for case .write(let bytes) in machine.send(data: Self.payload, now: .now()) { records.append(bytes) }
-            }
             let written = Counter()
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { [records] in
-                    for record in records {
-                        try await outbound.write(record)
+                group.addTask { [machine] in
+                    // The writer seals with its own copy of the machine; the test's copy is
+                    // not used again.
+                    var machine = machine
+                    for _ in 0..<Self.frameCount {
+                        for case .write(let record) in machine.send(data: Self.payload, now: .now()) {
+                            try await outbound.write(record)
+                        }
                         written.increment()
                     }
                 }
@@ -133,7 +135,10 @@ struct BackPressureTests {
                 #expect(held < Self.frameCount / 2, "the raw peer wrote \(held) MiB to a node that took no events")
 
                 alice.events.resume()
-                try await eventually { alice.events.count(Match.data) == Self.frameCount }
+                try await eventually("\(alice.events.count(Match.dataBytes)) of \(Self.frameCount) frames arrived; ended: \(alice.events.count(Match.ended))") {
+                    alice.events.count(Match.dataBytes) == Self.frameCount
+                }
+                #expect(alice.events.count(Match.ended) == 0)
                 try await group.waitForAll()
             }
         }

@@ -106,6 +106,9 @@ enum Match {
     static func endedBeforeAuthentication(_ event: NodeEvent) -> ConnectionEnd? {
         if case .connectionEnded(nil, _, let end) = event { end } else { nil }
     }
+    static func dataBytes(_ event: NodeEvent) -> ByteBuffer? {
+        if case .data(_, let bytes) = event { bytes } else { nil }
+    }
     static func data(_ event: NodeEvent) -> String? {
         if case .data(_, let bytes) = event { String(buffer: bytes) } else { nil }
     }
@@ -176,10 +179,14 @@ func drive(
     var seen: [ConnectionAction] = []
     var pending = initial
     while true {
+        // Every write of a batch goes out, even after the action that stops: the machine
+        // already sealed it, and a skipped record would desynchronise the nonces.
+        var stopped = false
         for action in pending {
-            if case .write(let bytes) = action { try await outbound.write(bytes) } else { seen.append(action) }
-            if stop(action) { return seen }
+            if case .write(let bytes) = action { try await outbound.write(bytes) } else if !stopped { seen.append(action) }
+            if stop(action) { stopped = true }
         }
+        if stopped { return seen }
         guard let bytes = try await inbound.next() else { return seen }
         pending = machine.receive(bytes, now: .now())
     }

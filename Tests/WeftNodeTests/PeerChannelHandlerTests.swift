@@ -155,8 +155,9 @@ struct PeerChannelHandlerTests {
         #expect(pair.initiatorGate.heldCount == 1)
         #expect(pair.initiator.isActive)
         try pair.pump()
-        try closed.wait()
+        pair.initiator.embeddedEventLoop.run()  // the channel completes its close future in a task
         #expect(!pair.initiator.isActive)
+        try closed.wait()
         let peerEnd = try EmbeddedPair.events(pair.responder).compactMap { event -> ConnectionEnd? in
             if case .ended(let end) = event { end } else { nil }
         }

@@ -3,10 +3,19 @@ import PackageDescription
 
 /// Weft: a peer-to-peer messaging mesh node.
 ///
-/// Imports run one way:
-/// C libraries, WeftBytes <- WeftCrypto/WeftCompression <- WeftWire/WeftModel <- WeftNode <- weft.
-/// WeftBytes holds the big-endian field primitives on NIO's ByteBuffer (`package` access) that
-/// the wire, the operation codec, the identity file and the preamble share.
+/// Imports run one way (../shared/DESIGN.md):
+///
+///     C libraries (CSodium, CZstd), WeftBytes (big-endian field primitives on ByteBuffer,
+///                                            `package` access, shared by every codec)
+///       <- WeftCrypto, WeftCompression
+///       <- WeftWire (frames, connection state machine), WeftModel (operations, merge rules)
+///       <- WeftStore (SQLite through GRDB), WeftSync (sans-I/O replication: sync messages)
+///       <- WeftNode (SwiftNIO edge: listener, dialers, one session per peer; serves a Store)
+///       <- Weft (the client API)
+///       <- weft (the CLI), WeftTestKit (LocalMesh, with the mesh issue)
+///
+/// WeftStore and WeftSync sit side by side: the sync core decides what to send from events
+/// and never touches the database; the node carries out its actions against the store.
 let package = Package(
     name: "weft",
     platforms: [.macOS(.v15)],
@@ -16,6 +25,7 @@ let package = Package(
         .library(name: "WeftWire", targets: ["WeftWire"]),
         .library(name: "WeftModel", targets: ["WeftModel"]),
         .library(name: "WeftStore", targets: ["WeftStore"]),
+        .library(name: "WeftSync", targets: ["WeftSync"]),
         .library(name: "WeftNode", targets: ["WeftNode"]),
         .library(name: "Weft", targets: ["Weft"]),
         .executable(name: "weft", targets: ["weft"]),
@@ -24,6 +34,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-async-algorithms.git", from: "1.1.4"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
@@ -64,10 +75,17 @@ let package = Package(
             ]
         ),
         .target(
+            name: "WeftSync",
+            dependencies: ["WeftWire", "WeftModel", .product(name: "NIOCore", package: "swift-nio")]
+        ),
+        .target(
             name: "WeftNode",
             dependencies: [
                 "WeftCrypto",
                 "WeftWire",
+                "WeftStore",
+                "WeftSync",
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -84,6 +102,7 @@ let package = Package(
                 "WeftCrypto",
                 "WeftWire",
                 "WeftNode",
+                "WeftStore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -112,10 +131,15 @@ let package = Package(
             dependencies: ["WeftWire", "WeftCrypto", .product(name: "NIOCore", package: "swift-nio")]
         ),
         .testTarget(
+            name: "WeftSyncTests",
+            dependencies: ["WeftSync", "WeftWire", .product(name: "NIOCore", package: "swift-nio")]
+        ),
+        .testTarget(
             name: "WeftNodeTests",
             dependencies: [
-                "WeftNode", "WeftWire", "WeftCrypto",
+                "WeftNode", "WeftWire", "WeftCrypto", "WeftStore",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]

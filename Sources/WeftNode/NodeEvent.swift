@@ -1,3 +1,4 @@
+import AsyncAlgorithms
 import NIOCore
 import WeftCrypto
 import WeftWire
@@ -7,7 +8,7 @@ public enum ConnectionDirection: String, Sendable {
     case inbound, outbound
 }
 
-/// What a running node reports, in order, on `MeshNode.events`.
+/// What a running node reports, in order per connection, on `MeshNode.events`.
 public enum NodeEvent: Sendable {
     /// The listener is bound and accepting connections.
     case listening(SocketAddress)
@@ -19,4 +20,28 @@ public enum NodeEvent: Sendable {
     case pong(PublicIdentity, roundTrip: TimeAmount)
     /// Application bytes from an authenticated peer.
     case data(PublicIdentity, ByteBuffer)
+}
+
+/// A node's events, handed over one at a time.
+///
+/// Bound and policy: nothing is buffered here and nothing is dropped. Each connection's
+/// session hands over its next event only when the consumer asks for one, and until then reads
+/// nothing more from its peer: the session's inbound buffer (`MeshNode.inboundBackPressure`)
+/// fills, the socket stops being read, and TCP slows the peer down. So keep consuming events
+/// while the node runs; a connection whose events are not taken for longer than the idle
+/// timeout (60 s by default) is closed by it. The sequence ends when `MeshNode.run()` returns.
+/// Several consumers may iterate it; each event goes to one of them.
+public struct NodeEvents: AsyncSequence, Sendable {
+    public typealias Element = NodeEvent
+    public typealias Failure = Never
+
+    let channel: AsyncChannel<NodeEvent>
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: AsyncChannel<NodeEvent>.Iterator
+
+        public mutating func next() async -> NodeEvent? { await base.next() }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: channel.makeAsyncIterator()) }
 }

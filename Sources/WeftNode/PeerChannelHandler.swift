@@ -3,14 +3,34 @@ import NIOCore
 import WeftCrypto
 import WeftWire
 
-/// The I/O edge of one connection: feeds bytes and clock ticks to `ConnectionStateMachine` and
-/// carries out its actions on the channel. All protocol decisions live in the state machine.
+/// What a connection's handler passes up the pipeline to its `PeerSession`, in order.
+enum PeerChannelEvent: Sendable {
+    /// The handshake finished and the peer proved this identity.
+    case authenticated(NodeInfo)
+    /// The payload of a DATA frame.
+    case data(ByteBuffer)
+    /// A keepalive round trip completed.
+    case pong(roundTrip: TimeAmount)
+    /// The connection ended (the last event; the channel closes after it).
+    case ended(ConnectionEnd)
+}
+
+/// The protocol edge of one connection, on its event loop: feeds bytes and clock ticks to
+/// `ConnectionStateMachine` and carries out its actions. All protocol decisions live in the
+/// state machine; the application side (`PeerSession`) sits above, behind an `NIOAsyncChannel`.
 ///
-/// Outbound, the handler takes application bytes (`ByteBuffer`) and writes them as DATA frames;
-/// a write before the handshake completes fails with `PeerChannelError.notEstablished`.
+/// Inbound, socket bytes become `PeerChannelEvent`s. Outbound, application bytes
+/// (`ByteBuffer`) become DATA frames; a write fails its promise, rather than being dropped,
+/// when the channel is not established, is closed, or the payload is over the frame limit.
+///
+/// Closing always ends with the protocol's last word: the channel closes only once the final
+/// CLOSE or ERROR frame is written (SPEC.md §1 "close the connection"), whether the machine
+/// decided to close or the node asked (`CloseRequest`, or `close()` from above, which sends
+/// CLOSE(normal)). A final write that does not complete within `finalWriteTimeout` (a peer
+/// that stopped reading) is abandoned and the channel closed anyway.
 final class PeerChannelHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
-    typealias InboundOut = Never
+    typealias InboundOut = PeerChannelEvent
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
@@ -20,25 +40,25 @@ final class PeerChannelHandler: ChannelDuplexHandler {
         var reason: String
     }
 
+    /// How long the last frame may take to leave before the channel is closed without it.
+    static let finalWriteTimeout: TimeAmount = .seconds(5)
+
     private var machine: ConnectionStateMachine
     private let direction: ConnectionDirection
     private let tickInterval: TimeAmount
     private var logger: Logger
-    private let report: @Sendable (NodeEvent) -> Void
-    private var remoteAddress: SocketAddress?
-    /// Kept after the machine closes, so the end of a session names its peer.
-    private var authenticatedPeer: NodeInfo?
     private var tickTask: RepeatedTask?
+    /// Set once the machine has closed and the close waits for the final frame's write.
+    private var finalWriteDeadline: Scheduled<Void>?
 
     init(
         role: ConnectionStateMachine.Role, configuration: ConnectionStateMachine.Configuration,
-        tickInterval: TimeAmount, logger: Logger, report: @escaping @Sendable (NodeEvent) -> Void
+        tickInterval: TimeAmount, logger: Logger
     ) {
         self.machine = ConnectionStateMachine(role: role, configuration: configuration)
         self.direction = role == .initiator ? .outbound : .inbound
         self.tickInterval = tickInterval
         self.logger = logger
-        self.report = report
     }
 
     // MARK: - Lifecycle
@@ -54,8 +74,7 @@ final class PeerChannelHandler: ChannelDuplexHandler {
 
     private func begin(context: ChannelHandlerContext) {
         guard tickTask == nil else { return }
-        remoteAddress = context.remoteAddress
-        logger[metadataKey: "peer-address"] = "\(remoteAddress.map(String.init(describing:)) ?? "?")"
+        logger[metadataKey: "peer-address"] = "\(context.remoteAddress.map(String.init(describing:)) ?? "?")"
         logger[metadataKey: "direction"] = "\(direction.rawValue)"
         // The task runs on this channel's event loop, so handler and context stay on it.
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
@@ -67,18 +86,25 @@ final class PeerChannelHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        tickTask?.cancel()
-        tickTask = nil
-        if let end = machine.connectionClosed() { ended(end) }
+        stopTimers()
+        if let end = machine.connectionClosed() { ended(end, context: context) }
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        stopTimers()
+    }
+
+    private func stopTimers() {
         tickTask?.cancel()
         tickTask = nil
+        finalWriteDeadline?.cancel()
+        finalWriteDeadline = nil
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A socket error: nothing more can be written, so close at once (channelInactive
+        // reports the end).
         logger.warning("connection error: \(error)")
         context.close(promise: nil)
     }
@@ -92,11 +118,21 @@ final class PeerChannelHandler: ChannelDuplexHandler {
     // MARK: - Outbound
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let bytes = unwrapOutboundIn(data)
         guard machine.isEstablished else {
-            promise?.fail(PeerChannelError.notEstablished)
+            promise?.fail(machine.isClosed ? PeerChannelError.connectionClosed : PeerChannelError.notEstablished)
             return
         }
-        perform(machine.send(data: unwrapOutboundIn(data), now: .now()), context: context, writePromise: promise)
+        guard bytes.readableBytes <= WireConstants.maxDataPayloadByteCount else {
+            promise?.fail(PeerChannelError.payloadTooLarge(bytes.readableBytes))
+            return
+        }
+        let actions = machine.send(data: bytes, now: .now())
+        // A send that ends the connection (the sending cipher ran out) did not write the data,
+        // even if a REKEY went out first.
+        let closed = actions.contains { if case .close = $0 { true } else { false } }
+        perform(actions, context: context, writePromise: closed ? nil : promise)
+        if closed { promise?.fail(PeerChannelError.connectionClosed) }
     }
 
     func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
@@ -108,57 +144,122 @@ final class PeerChannelHandler: ChannelDuplexHandler {
         promise?.succeed()
     }
 
+    /// A close from above (the session ending, the node stopping) says goodbye first.
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        guard mode == .all else {
+            context.close(mode: mode, promise: promise)
+            return
+        }
+        if !machine.isClosed {
+            // Closes now, or once the CLOSE frame is written.
+            perform(machine.close(.normal, reason: "the node closed the connection", now: .now()), context: context)
+        } else if finalWriteDeadline == nil {
+            // Already ended with nothing left to write (closing twice is harmless).
+            context.close(promise: nil)
+        }
+        if let promise { context.channel.closeFuture.cascade(to: promise) }
+    }
+
     // MARK: - Actions
 
     private func perform(
         _ actions: [ConnectionAction], context: ChannelHandlerContext, writePromise: EventLoopPromise<Void>? = nil
     ) {
         var writePromise = writePromise
+        var lastWrite: EventLoopFuture<Void>?
+        var passedUp = false
         for action in actions {
             switch action {
             case .write(let bytes):
-                context.writeAndFlush(wrapOutboundOut(bytes), promise: writePromise)
-                writePromise = nil
+                let written = context.writeAndFlush(wrapOutboundOut(bytes))
+                if let promise = writePromise {
+                    written.cascade(to: promise)
+                    writePromise = nil
+                }
+                lastWrite = written
             case .authenticated(let peer):
-                authenticatedPeer = peer
                 logger[metadataKey: "peer"] = "\(peer.identity)"
                 logger.info("peer authenticated: \(peer.identity) (\(peer.displayName))")
-                report(.peerAuthenticated(peer, address: remoteAddress, direction: direction))
+                context.fireChannelRead(wrapInboundOut(.authenticated(peer)))
+                passedUp = true
             case .data(let bytes):
-                if let peer = machine.peer { report(.data(peer.identity, bytes)) }
+                context.fireChannelRead(wrapInboundOut(.data(bytes)))
+                passedUp = true
             case .pong(let roundTrip):
-                if let peer = machine.peer {
-                    logger.debug("pong after \(Double(roundTrip.nanoseconds) / 1e6) ms")
-                    report(.pong(peer.identity, roundTrip: roundTrip))
-                }
+                logger.debug("pong after \(Double(roundTrip.nanoseconds) / 1e6) ms")
+                context.fireChannelRead(wrapInboundOut(.pong(roundTrip: roundTrip)))
+                passedUp = true
             case .close(let end):
-                ended(end)
-                context.close(promise: nil)
+                ended(end, context: context)
+                passedUp = false  // ended() completed the read batch
+                close(after: lastWrite, context: context)
             }
         }
-        writePromise?.succeed()
+        // The async channel above hands reads to its consumer at read-complete; events that did
+        // not come from a socket read (a tick's pong) need one too.
+        if passedUp { context.fireChannelReadComplete() }
+        // The machine wrote nothing for this send: it must not look delivered.
+        writePromise?.fail(PeerChannelError.connectionClosed)
     }
 
-    private func ended(_ end: ConnectionEnd) {
+    /// Closes once `write` (the frame that says why) has left, or at once if there is none.
+    private func close(after write: EventLoopFuture<Void>?, context: ChannelHandlerContext) {
+        guard let write else {
+            context.close(promise: nil)
+            return
+        }
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        finalWriteDeadline = context.eventLoop.scheduleTask(in: Self.finalWriteTimeout) {
+            bound.value.close(promise: nil)
+        }
+        write.assumeIsolated().whenComplete { _ in bound.value.close(promise: nil) }
+    }
+
+    private func ended(_ end: ConnectionEnd, context: ChannelHandlerContext) {
         switch end.kind {
         case .localClose, .peerClosed:
             logger.info("connection closed: \(end)")
         default:
             logger.warning("connection closed: \(end)")
         }
-        report(.connectionEnded(peer: authenticatedPeer, address: remoteAddress, end))
+        context.fireChannelRead(wrapInboundOut(.ended(end)))
+        context.fireChannelReadComplete()
     }
 }
 
-/// Misuse of a peer channel by the node.
-public enum PeerChannelError: Error, Sendable, CustomStringConvertible {
-    case notEstablished
-    case unknownPeer(PublicIdentity)
+/// Why the node could not send to a peer. A struct over a private enum, so new cases do not
+/// break users.
+public struct PeerChannelError: Error, Hashable, Sendable, CustomStringConvertible {
+    private enum Kind: Hashable, Sendable {
+        case notEstablished
+        case connectionClosed
+        case unknownPeer(PublicIdentity)
+        case payloadTooLarge(Int)
+        case alreadyRunning
+    }
+
+    private let kind: Kind
+    private init(_ kind: Kind) { self.kind = kind }
+
+    /// The handshake has not finished on this connection.
+    public static let notEstablished = Self(.notEstablished)
+    /// The connection closed (or is closing) before the bytes were written.
+    public static let connectionClosed = Self(.connectionClosed)
+    /// No authenticated connection to this peer.
+    public static func unknownPeer(_ peer: PublicIdentity) -> Self { Self(.unknownPeer(peer)) }
+    /// More bytes than one DATA frame carries (`WireConstants.maxDataPayloadByteCount`).
+    public static func payloadTooLarge(_ byteCount: Int) -> Self { Self(.payloadTooLarge(byteCount)) }
+    /// `MeshNode.run()` was called on a node that already ran.
+    public static let alreadyRunning = Self(.alreadyRunning)
 
     public var description: String {
-        switch self {
+        switch kind {
         case .notEstablished: "the secure channel is not established yet"
+        case .connectionClosed: "the connection closed before the bytes were written"
         case .unknownPeer(let peer): "no authenticated connection to \(peer)"
+        case .payloadTooLarge(let count):
+            "a payload of \(count) bytes is over the limit of \(WireConstants.maxDataPayloadByteCount) bytes for one DATA frame"
+        case .alreadyRunning: "this node is already running, or ran before; make a new MeshNode"
         }
     }
 }

@@ -11,6 +11,8 @@ public enum WireConstants {
     public static let maxFrameByteCount = 1 << 20
     /// Frame header: type and flags.
     public static let frameHeaderByteCount = 2
+    /// Largest DATA payload: a whole frame less its header (1048574 bytes).
+    public static let maxDataPayloadByteCount = maxFrameByteCount - frameHeaderByteCount
     /// The AEAD tag on every transport record.
     public static let tagByteCount = 16
     /// A transport record's length field.

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import WeftCrypto
 import WeftNode
+import WeftStore
 import WeftWire
 
 /// Weft's main job, small: nodes on loopback in temporary homes, showing their secure channel.
@@ -41,69 +42,94 @@ struct DemoCommand: AsyncCommand {
         let meshKey = MeshKey.generate()
         let alice = try makeNode("alice", root: root, meshKey: meshKey, peers: [])
         var aliceEvents = alice.events.makeAsyncIterator()
-        guard let aliceAddress = try await alice.start() else { throw CLIError("Alice did not bind a listener.") }
-        let listenAddress = PeerAddress(host: aliceAddress.ipAddress ?? "127.0.0.1", port: aliceAddress.port ?? 0)
-        say("  alice  \(alice.identity)  listening on \(listenAddress)")
+        try await whileRunning(alice) {
+            let aliceAddress = try await next(&aliceEvents, "alice's listener") { event -> SocketAddress? in
+                if case .listening(let address) = event { return address } else { return nil }
+            }
+            let listenAddress = PeerAddress(host: aliceAddress.ipAddress ?? "127.0.0.1", port: aliceAddress.port ?? 0)
+            say("  alice  \(alice.identity)  listening on \(listenAddress)")
 
-        let bob = try makeNode("bob", root: root, meshKey: meshKey, peers: [listenAddress])
-        var bobEvents = bob.events.makeAsyncIterator()
-        say("  bob    \(bob.identity)  dialing alice")
-        try await bob.start()
+            let bob = try makeNode("bob", root: root, meshKey: meshKey, peers: [listenAddress])
+            var bobEvents = bob.events.makeAsyncIterator()
+            say("  bob    \(bob.identity)  dialing alice")
+            try await whileRunning(bob) {
+                try await showChannel(alice: alice, aliceEvents: &aliceEvents, bob: bob, bobEvents: &bobEvents)
 
-        do {
-            let seenByBob = try await next(&bobEvents, "bob's handshake") { event -> NodeInfo? in
-                if case .peerAuthenticated(let info, _, _) = event { return info } else { return nil }
+                // A node holding another mesh key cannot join.
+                let mallory = try makeNode("mallory", root: root, meshKey: MeshKey.generate(), peers: [listenAddress])
+                var malloryEvents = mallory.events.makeAsyncIterator()
+                let (refusal, malloryView) = try await whileRunning(mallory) {
+                    let refusal = try await next(&aliceEvents, "the outsider's attempt") { event -> ConnectionEnd? in
+                        if case .connectionEnded(nil, _, let end) = event { return end } else { return nil }
+                    }
+                    let malloryView = try await next(&malloryEvents, "the outsider's view") { event -> ConnectionEnd? in
+                        if case .connectionEnded(_, _, let end) = event { return end } else { return nil }
+                    }
+                    return (refusal, malloryView)
+                }
+                say("A third node with a different mesh key tries to join alice:")
+                say("  alice:   \(refusal)")
+                say("  mallory: \(malloryView)")
             }
-            let seenByAlice = try await next(&aliceEvents, "alice's handshake") { event -> NodeInfo? in
-                if case .peerAuthenticated(let info, _, _) = event { return info } else { return nil }
+            // Bob stopped: alice hears his CLOSE(shutting down).
+            let bobsClose = try await next(&aliceEvents, "bob's goodbye") { event -> ConnectionEnd? in
+                if case .connectionEnded(_?, _, let end) = event { return end } else { return nil }
             }
-            say("Handshake (\(WireConstants.noiseProtocolName), mesh key as PSK):")
-            say("  bob   authenticated \(seenByBob.displayName) as \(seenByBob.identity)")
-            say("  alice authenticated \(seenByAlice.displayName) as \(seenByAlice.identity)")
-            guard seenByBob.identity == alice.identity, seenByAlice.identity == bob.identity else {
-                throw CLIError("A node authenticated the wrong identity.")
-            }
+            say("Bob stops; alice: \(bobsClose)")
+        }
+        say("Both nodes stopped; temporary homes removed.")
+    }
 
-            try await bob.send(ByteBuffer(string: "hello from bob"), to: alice.identity)
-            let toAlice = try await next(&aliceEvents, "bob's message") { event -> String? in
-                if case .data(_, let bytes) = event { return String(buffer: bytes) } else { return nil }
-            }
-            try await alice.send(ByteBuffer(string: "hello from alice"), to: bob.identity)
-            let toBob = try await next(&bobEvents, "alice's message") { event -> String? in
-                if case .data(_, let bytes) = event { return String(buffer: bytes) } else { return nil }
-            }
-            say("Encrypted DATA frames (ChaCha20-Poly1305):")
-            say("  bob -> alice: \"\(toAlice)\"")
-            say("  alice -> bob: \"\(toBob)\"")
-
-            let roundTrip = try await next(&bobEvents, "a keepalive ping") { event -> TimeAmount? in
-                if case .pong(_, let roundTrip) = event { return roundTrip } else { return nil }
-            }
-            say("Keepalive: ping round trip \(String(format: "%.2f", Double(roundTrip.nanoseconds) / 1e6)) ms")
-
-            // A node holding another mesh key cannot join.
-            let mallory = try makeNode("mallory", root: root, meshKey: MeshKey.generate(), peers: [listenAddress])
-            var malloryEvents = mallory.events.makeAsyncIterator()
-            try await mallory.start()
-            let refusal = try await next(&aliceEvents, "the outsider's attempt") { event -> ConnectionEnd? in
-                if case .connectionEnded(nil, _, let end) = event { return end } else { return nil }
-            }
-            let malloryView = try await next(&malloryEvents, "the outsider's view") { event -> ConnectionEnd? in
-                if case .connectionEnded(_, _, let end) = event { return end } else { return nil }
-            }
-            await mallory.shutdown()
-            say("A third node with a different mesh key tries to join alice:")
-            say("  alice:   \(refusal)")
-            say("  mallory: \(malloryView)")
-        } catch {
-            await bob.shutdown()
-            await alice.shutdown()
-            throw error
+    private func showChannel(
+        alice: MeshNode, aliceEvents: inout NodeEvents.AsyncIterator, bob: MeshNode, bobEvents: inout NodeEvents.AsyncIterator
+    ) async throws {
+        let seenByBob = try await next(&bobEvents, "bob's handshake") { event -> NodeInfo? in
+            if case .peerAuthenticated(let info, _, _) = event { return info } else { return nil }
+        }
+        let seenByAlice = try await next(&aliceEvents, "alice's handshake") { event -> NodeInfo? in
+            if case .peerAuthenticated(let info, _, _) = event { return info } else { return nil }
+        }
+        say("Handshake (\(WireConstants.noiseProtocolName), mesh key as PSK):")
+        say("  bob   authenticated \(seenByBob.displayName) as \(seenByBob.identity)")
+        say("  alice authenticated \(seenByAlice.displayName) as \(seenByAlice.identity)")
+        guard seenByBob.identity == alice.identity, seenByAlice.identity == bob.identity else {
+            throw CLIError("A node authenticated the wrong identity.")
         }
 
-        await bob.shutdown()
-        await alice.shutdown()
-        say("Both nodes closed their channel with CLOSE(shutting down); temporary homes removed.")
+        try await bob.send(ByteBuffer(string: "hello from bob"), to: alice.identity)
+        let toAlice = try await next(&aliceEvents, "bob's message") { event -> String? in
+            if case .data(_, let bytes) = event { return String(buffer: bytes) } else { return nil }
+        }
+        try await alice.send(ByteBuffer(string: "hello from alice"), to: bob.identity)
+        let toBob = try await next(&bobEvents, "alice's message") { event -> String? in
+            if case .data(_, let bytes) = event { return String(buffer: bytes) } else { return nil }
+        }
+        say("Encrypted DATA frames (ChaCha20-Poly1305):")
+        say("  bob -> alice: \"\(toAlice)\"")
+        say("  alice -> bob: \"\(toBob)\"")
+
+        let roundTrip = try await next(&bobEvents, "a keepalive ping") { event -> TimeAmount? in
+            if case .pong(_, let roundTrip) = event { return roundTrip } else { return nil }
+        }
+        say("Keepalive: ping round trip \(String(format: "%.2f", Double(roundTrip.nanoseconds) / 1e6)) ms")
+    }
+
+    /// Runs `node` while `body` runs, then stops it (CLOSE(shutting down) to its peers) and
+    /// waits until it has stopped.
+    private func whileRunning<R: Sendable>(_ node: MeshNode, _ body: () async throws -> R) async throws -> R {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await node.run() }
+            let result: R
+            do {
+                result = try await body()
+            } catch {
+                group.cancelAll()
+                throw error
+            }
+            group.cancelAll()
+            try await group.waitForAll()
+            return result
+        }
     }
 
     /// A node in its own temporary home, created the way `weft init --no-passphrase` does.
@@ -114,12 +140,13 @@ struct DemoCommand: AsyncCommand {
             configuration: .init(
                 identity: identity, meshKey: meshKey, displayName: name, peers: peers,
                 policy: ChannelPolicy(pingInterval: .milliseconds(500)), tickInterval: .milliseconds(100)),
+            store: try openStore(home, localUser: identity.publicKey),
             logger: Logger(label: "weft.\(name)"))
     }
 
     /// The first event `match` accepts; throws if the stream ends (or the demo is cancelled) first.
     private func next<T: Sendable>(
-        _ events: inout AsyncStream<NodeEvent>.Iterator, _ what: String, _ match: (NodeEvent) -> T?
+        _ events: inout NodeEvents.AsyncIterator, _ what: String, _ match: (NodeEvent) -> T?
     ) async throws -> T {
         while let event = await events.next() {
             if let value = match(event) { return value }

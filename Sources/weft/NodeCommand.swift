@@ -5,6 +5,7 @@ import NIOCore
 import ServiceLifecycle
 import WeftCrypto
 import WeftNode
+import WeftStore
 import WeftWire
 
 struct NodeCommand: AsyncCommand {
@@ -55,6 +56,7 @@ struct NodeCommand: AsyncCommand {
                 identity: identity, meshKey: try nodeHome.meshKey(), displayName: nodeHome.displayName(),
                 listenAddress: listen, peers: peers,
                 policy: ChannelPolicy(pingInterval: .seconds(Int64(pingInterval)), idleTimeout: .seconds(Int64(idleTimeout)))),
+            store: try openStore(nodeHome, localUser: identity.publicKey),
             logger: logger)
         logger.info("node \(identity.publicKey) (\(nodeHome.displayName())) starting")
 
@@ -85,5 +87,14 @@ extension SocketAddress {
     var displayForm: String {
         guard let ip = ipAddress, let port else { return description }
         return PeerAddress(host: ip, port: port).description
+    }
+}
+
+/// The home's store (`weft.sqlite` in the home), or one sentence saying why it cannot open.
+func openStore(_ home: NodeHome, localUser: PublicIdentity) throws -> Store {
+    do {
+        return try Store(directory: home.directory, localUser: localUser)
+    } catch {
+        throw CLIError("Cannot open the store \(home.directory.appendingPathComponent(Store.fileName).path): \(error).")
     }
 }

@@ -29,6 +29,8 @@ struct NodeProcessTests {
         let address = try #require(listening.split(separator: "\n").first { $0.hasPrefix("listening on ") })
             .dropFirst("listening on ".count)
         #expect(address.hasPrefix("127.0.0.1:"))
+        // The node serves the home's store.
+        #expect(FileManager.default.fileExists(atPath: dir.path("alice/weft.sqlite")))
 
         let bob = try ChildProcess(
             [

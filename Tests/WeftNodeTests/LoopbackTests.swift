@@ -12,12 +12,11 @@ struct LoopbackTests {
     func twoNodes() async throws {
         let meshKey = MeshKey.generate()
         let policy = ChannelPolicy(pingInterval: .milliseconds(100), idleTimeout: .milliseconds(600))
-        let alice = makeNode("alice", meshKey: meshKey, policy: policy)
-        let aliceEvents = EventRecorder(alice)
-        let address = try #require(try await alice.start())
-        let bob = makeNode("bob", meshKey: meshKey, peers: [address.peerAddress], policy: policy)
-        let bobEvents = EventRecorder(bob)
-        try await bob.start()
+        let alice = try startNode("alice", meshKey: meshKey, policy: policy)
+        let aliceEvents = alice.events
+        let address = try await alice.address()
+        let bob = try startNode("bob", meshKey: meshKey, peers: [address.peerAddress], policy: policy)
+        let bobEvents = bob.events
 
         let aliceSeenByBob = try await bobEvents.first(Match.authenticated)
         let bobSeenByAlice = try await aliceEvents.first(Match.authenticated)
@@ -38,26 +37,26 @@ struct LoopbackTests {
         #expect(aliceEvents.count(Match.ended) == 0)
         #expect(bobEvents.count(Match.ended) == 0)
 
-        await bob.shutdown()
+        try await bob.stop()
         let end = try await aliceEvents.first(Match.ended)
         #expect(end.kind == .peerClosed)
         #expect(end.detail.contains("shutting down"))
-        await alice.shutdown()
+        #expect(alice.connectedPeers.isEmpty)
+        try await alice.stop()
     }
 
     @Test("a peer with another mesh key fails on both sides; the listener serves the next peer")
     func wrongMeshKey() async throws {
         let meshKey = MeshKey.generate()
-        let alice = makeNode("alice", meshKey: meshKey)
-        let aliceEvents = EventRecorder(alice)
-        let address = try #require(try await alice.start())
+        let alice = try startNode("alice", meshKey: meshKey)
+        let aliceEvents = alice.events
+        let address = try await alice.address()
 
-        let mallory = makeNode("mallory", meshKey: .generate(), peers: [address.peerAddress])
-        let malloryEvents = EventRecorder(mallory)
-        try await mallory.start()
+        let mallory = try startNode("mallory", meshKey: .generate(), peers: [address.peerAddress])
+        let malloryEvents = mallory.events
         let aliceSide = try await aliceEvents.first(Match.endedBeforeAuthentication)
         let mallorySide = try await malloryEvents.first(Match.ended)
-        await mallory.shutdown()
+        try await mallory.stop()
         #expect(aliceSide.kind == .handshakeFailed)
         #expect(aliceSide.detail.contains("mesh key"))
         #expect(mallorySide.kind == .handshakeFailed)
@@ -65,29 +64,26 @@ struct LoopbackTests {
         #expect(aliceEvents.count(Match.authenticated) == 0)
         #expect(malloryEvents.count(Match.authenticated) == 0)
 
-        let bob = makeNode("bob", meshKey: meshKey, peers: [address.peerAddress])
-        let bobEvents = EventRecorder(bob)
-        try await bob.start()
-        #expect(try await bobEvents.first(Match.authenticated).identity == alice.identity)
-        await bob.shutdown()
-        await alice.shutdown()
+        let bob = try startNode("bob", meshKey: meshKey, peers: [address.peerAddress])
+        #expect(try await bob.events.first(Match.authenticated).identity == alice.identity)
+        try await bob.stop()
+        try await alice.stop()
     }
 
     /// Alice and Bob stay connected while a third connection misbehaves.
-    private func connectedPair() async throws -> (MeshNode, EventRecorder, MeshNode, EventRecorder, SocketAddress, MeshKey) {
+    private func connectedPair() async throws -> (RunningNode, EventRecorder, RunningNode, EventRecorder, SocketAddress, MeshKey) {
         let meshKey = MeshKey.generate()
-        let alice = makeNode("alice", meshKey: meshKey)
-        let aliceEvents = EventRecorder(alice)
-        let address = try #require(try await alice.start())
-        let bob = makeNode("bob", meshKey: meshKey, peers: [address.peerAddress])
-        let bobEvents = EventRecorder(bob)
-        try await bob.start()
+        let alice = try startNode("alice", meshKey: meshKey)
+        let aliceEvents = alice.events
+        let address = try await alice.address()
+        let bob = try startNode("bob", meshKey: meshKey, peers: [address.peerAddress])
+        let bobEvents = bob.events
         _ = try await bobEvents.first(Match.authenticated)
         _ = try await aliceEvents.first(Match.authenticated)
         return (alice, aliceEvents, bob, bobEvents, address, meshKey)
     }
 
-    private func expectStillTalking(_ alice: MeshNode, _ bob: MeshNode, _ bobEvents: EventRecorder) async throws {
+    private func expectStillTalking(_ alice: RunningNode, _ bob: RunningNode, _ bobEvents: EventRecorder) async throws {
         try await alice.send(ByteBuffer(string: "still here"), to: bob.identity)
         #expect(try await bobEvents.first(Match.data) == "still here")
         #expect(alice.connectedPeers == [bob.identity])
@@ -108,8 +104,8 @@ struct LoopbackTests {
         #expect(end.kind == .protocolViolation)
         #expect(end.detail.contains("not a Weft node"))
         try await expectStillTalking(alice, bob, bobEvents)
-        await bob.shutdown()
-        await alice.shutdown()
+        try await bob.stop()
+        try await alice.stop()
     }
 
     /// Completes a real handshake with alice from a raw socket, then sends `evil` and returns
@@ -143,8 +139,8 @@ struct LoopbackTests {
         }
         #expect(aliceSide.kind == .protocolViolation)
         try await expectStillTalking(alice, bob, bobEvents)
-        await bob.shutdown()
-        await alice.shutdown()
+        try await bob.stop()
+        try await alice.stop()
     }
 
     @Test("a record that fails authentication gets ERROR(decryption failed)")
@@ -162,8 +158,8 @@ struct LoopbackTests {
         #expect(end?.kind == .peerReportedError)
         #expect(end?.detail.contains("decryption failed") == true)
         try await expectStillTalking(alice, bob, bobEvents)
-        await bob.shutdown()
-        await alice.shutdown()
+        try await bob.stop()
+        try await alice.stop()
     }
 
     @Test("a truncated record followed by a close ends only that connection")
@@ -180,16 +176,16 @@ struct LoopbackTests {
         #expect(aliceSide.kind == .connectionLost)
         #expect(aliceEvents.count(Match.data) == 0)
         try await expectStillTalking(alice, bob, bobEvents)
-        await bob.shutdown()
-        await alice.shutdown()
+        try await bob.stop()
+        try await alice.stop()
     }
 
     @Test("a silent peer is closed after the idle timeout with CLOSE(idle timeout)")
     func idleTimeout() async throws {
         let meshKey = MeshKey.generate()
         let policy = ChannelPolicy(pingInterval: .milliseconds(100), idleTimeout: .milliseconds(600))
-        let alice = makeNode("alice", meshKey: meshKey, policy: policy)
-        let address = try #require(try await alice.start())
+        let alice = try startNode("alice", meshKey: meshKey, policy: policy)
+        let address = try await alice.address()
         let end = try await withAuthenticatedRawPeer(at: address, meshKey: meshKey, policy: policy) { machine, inbound, _ in
             // Read alice's records but never answer: her pings go unanswered.
             var end: ConnectionEnd?
@@ -200,7 +196,7 @@ struct LoopbackTests {
         }
         #expect(end?.kind == .peerClosed)
         #expect(end?.detail.contains("idle timeout") == true)
-        await alice.shutdown()
+        try await alice.stop()
     }
 
     @Test("a dialer retries until the listener appears")
@@ -210,18 +206,14 @@ struct LoopbackTests {
         let probe = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
         let port = probe.localAddress!.port!
         try await probe.close()
-        let bob = makeNode("bob", meshKey: meshKey, peers: [PeerAddress(host: "127.0.0.1", port: port)])
-        let bobEvents = EventRecorder(bob)
-        try await bob.start()
+        let bob = try startNode("bob", meshKey: meshKey, peers: [PeerAddress(host: "127.0.0.1", port: port)])
+        let bobEvents = bob.events
         try await Task.sleep(for: .milliseconds(300))
         #expect(bobEvents.count(Match.authenticated) == 0)
 
-        var configuration = makeNode("alice", meshKey: meshKey).configuration
-        configuration.listenAddress = PeerAddress(host: "127.0.0.1", port: port)
-        let alice = MeshNode(configuration: configuration)
-        try await alice.start()
+        let alice = try startNode("alice", meshKey: meshKey, listenAddress: PeerAddress(host: "127.0.0.1", port: port))
         #expect(try await bobEvents.first(Match.authenticated).identity == alice.identity)
-        await bob.shutdown()
-        await alice.shutdown()
+        try await bob.stop()
+        try await alice.stop()
     }
 }

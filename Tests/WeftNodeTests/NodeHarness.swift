@@ -6,12 +6,15 @@ import Synchronization
 import Testing
 import WeftCrypto
 import WeftNode
+import WeftStore
 import WeftWire
 
-/// Records a node's events so tests can wait for one with a deadline.
+/// Records a node's events so tests can wait for one with a deadline. While paused it takes
+/// no events, so the node's sessions wait (the events' back-pressure).
 final class EventRecorder: Sendable {
     private final class Storage: Sendable {
         let events = Mutex<[NodeEvent]>([])
+        let paused = Mutex(false)
     }
 
     private let storage = Storage()
@@ -19,12 +22,23 @@ final class EventRecorder: Sendable {
 
     init(_ node: MeshNode) {
         let storage = self.storage
-        consumer = Task { for await event in node.events { storage.events.withLock { $0.append(event) } } }
+        consumer = Task {
+            var events = node.events.makeAsyncIterator()
+            while true {
+                while storage.paused.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(10)) }
+                guard let event = await events.next() else { return }
+                storage.events.withLock { $0.append(event) }
+            }
+        }
     }
 
     deinit { consumer.cancel() }
 
     var all: [NodeEvent] { storage.events.withLock { $0 } }
+
+    /// Stops taking events (after the one it may be waiting for).
+    func pause() { storage.paused.withLock { $0 = true } }
+    func resume() { storage.paused.withLock { $0 = false } }
 
     /// The first recorded event `match` accepts, waiting up to `seconds`.
     func first<T>(within seconds: Double = 10, _ match: (NodeEvent) -> T?) async throws -> T {
@@ -40,8 +54,49 @@ final class EventRecorder: Sendable {
     func count<T>(_ match: (NodeEvent) -> T?) -> Int { all.compactMap(match).count }
 }
 
+/// A node running in a task of its own, with its events recorded. `stop()` cancels the task,
+/// which is how a node is told to stop (as a `ServiceGroup` does on SIGTERM).
+final class RunningNode: Sendable {
+    let node: MeshNode
+    let events: EventRecorder
+    private let task: Task<Void, any Error>
+
+    init(_ node: MeshNode) {
+        self.node = node
+        events = EventRecorder(node)
+        task = Task { try await node.run() }
+    }
+
+    var identity: PublicIdentity { node.identity }
+    var connectedPeers: [PublicIdentity] { node.connectedPeers }
+
+    func send(_ bytes: ByteBuffer, to peer: PublicIdentity) async throws {
+        try await node.send(bytes, to: peer)
+    }
+
+    /// The listener's address, once bound.
+    func address() async throws -> SocketAddress { try await events.first(Match.listening) }
+
+    /// Stops the node and waits until `run()` returned; rethrows what it threw.
+    func stop() async throws {
+        task.cancel()
+        try await task.value
+    }
+}
+
+/// Starts a node; `address()` then waits for its listener.
+func startNode(
+    _ name: String, meshKey: MeshKey, peers: [PeerAddress] = [], policy: ChannelPolicy = testPolicy,
+    listenAddress: PeerAddress? = PeerAddress(host: "127.0.0.1", port: 0)
+) throws -> RunningNode {
+    RunningNode(try makeNode(name, meshKey: meshKey, peers: peers, policy: policy, listenAddress: listenAddress))
+}
+
 /// Matchers for the events the tests wait on.
 enum Match {
+    static func listening(_ event: NodeEvent) -> SocketAddress? {
+        if case .listening(let address) = event { address } else { nil }
+    }
     static func authenticated(_ event: NodeEvent) -> NodeInfo? {
         if case .peerAuthenticated(let info, _, _) = event { info } else { nil }
     }
@@ -50,6 +105,9 @@ enum Match {
     }
     static func endedBeforeAuthentication(_ event: NodeEvent) -> ConnectionEnd? {
         if case .connectionEnded(nil, _, let end) = event { end } else { nil }
+    }
+    static func dataBytes(_ event: NodeEvent) -> ByteBuffer? {
+        if case .data(_, let bytes) = event { bytes } else { nil }
     }
     static func data(_ event: NodeEvent) -> String? {
         if case .data(_, let bytes) = event { String(buffer: bytes) } else { nil }
@@ -62,15 +120,24 @@ enum Match {
 /// Fast timings so tests don't wait for production keepalives.
 let testPolicy = ChannelPolicy(pingInterval: .milliseconds(200), idleTimeout: .seconds(5), handshakeTimeout: .seconds(5))
 
-func makeNode(
-    _ name: String, meshKey: MeshKey, peers: [PeerAddress] = [], policy: ChannelPolicy = testPolicy
-) -> MeshNode {
+/// A logger that prints only what would crash a test run.
+func quietLogger(_ name: String) -> Logger {
     var logger = Logger(label: "test.\(name)")
     logger.logLevel = .critical
+    return logger
+}
+
+func makeNode(
+    _ name: String, meshKey: MeshKey, peers: [PeerAddress] = [], policy: ChannelPolicy = testPolicy,
+    listenAddress: PeerAddress? = PeerAddress(host: "127.0.0.1", port: 0)
+) throws -> MeshNode {
+    let logger = quietLogger(name)
+    let identity = NodeIdentity.generate()
     return MeshNode(
         configuration: .init(
-            identity: .generate(), meshKey: meshKey, displayName: name, peers: peers, policy: policy,
-            tickInterval: .milliseconds(50), redialDelays: [.milliseconds(50), .milliseconds(200)]),
+            identity: identity, meshKey: meshKey, displayName: name, listenAddress: listenAddress, peers: peers,
+            policy: policy, tickInterval: .milliseconds(50), redialDelays: [.milliseconds(50), .milliseconds(200)]),
+        store: try Store(directory: nil, localUser: identity.publicKey),
         logger: logger)
 }
 
@@ -112,10 +179,14 @@ func drive(
     var seen: [ConnectionAction] = []
     var pending = initial
     while true {
+        // Every write of a batch goes out, even after the action that stops: the machine
+        // already sealed it, and a skipped record would desynchronise the nonces.
+        var stopped = false
         for action in pending {
-            if case .write(let bytes) = action { try await outbound.write(bytes) } else { seen.append(action) }
-            if stop(action) { return seen }
+            if case .write(let bytes) = action { try await outbound.write(bytes) } else if !stopped { seen.append(action) }
+            if stop(action) { stopped = true }
         }
+        if stopped { return seen }
         guard let bytes = try await inbound.next() else { return seen }
         pending = machine.receive(bytes, now: .now())
     }

@@ -1,0 +1,56 @@
+import Logging
+import NIOCore
+import WeftCrypto
+import WeftWire
+
+/// The application side of one connection, run as a child task of `MeshNode.run()` (one per
+/// peer connection, accepted or dialed), in the manner of swift-nio's `NIOAsyncChannel`
+/// examples: the protocol stays in `PeerChannelHandler` on the event loop; the session reads
+/// what the handler passes up, only as fast as the node's events are taken, and reports it as
+/// node events. While the peer is authenticated, `MeshNode.send(_:to:)` writes to its channel.
+///
+/// The session never throws: a connection's failure ends that connection only.
+struct PeerSession: Sendable {
+    let connection: NIOAsyncChannel<PeerChannelEvent, ByteBuffer>
+    let direction: ConnectionDirection
+    let node: MeshNode
+
+    /// Runs until the connection has closed. Returns whether the peer authenticated (a dialer
+    /// then starts its backoff afresh).
+    func run() async -> Bool {
+        let address = connection.channel.remoteAddress
+        var peer: NodeInfo?
+        do {
+            try await withTaskCancellationHandler {
+                try await connection.executeThenClose { inbound, _ in
+                    for try await event in inbound {
+                        switch event {
+                        case .authenticated(let info):
+                            peer = info
+                            node.sessionAuthenticated(info.identity, channel: connection.channel)
+                            await node.report(.peerAuthenticated(info, address: address, direction: direction))
+                        case .data(let bytes):
+                            if let peer { await node.report(.data(peer.identity, bytes)) }
+                        case .pong(let roundTrip):
+                            if let peer { await node.report(.pong(peer.identity, roundTrip: roundTrip)) }
+                        case .ended(let end):
+                            // Unregister before reporting, so whoever sees the end also sees the
+                            // peer gone from `connectedPeers`.
+                            node.sessionEnded(channel: connection.channel)
+                            await node.report(.connectionEnded(peer: peer, address: address, end))
+                        }
+                    }
+                }
+            } onCancel: {
+                // The node is stopping: say so to the peer. The handler closes the channel once
+                // the CLOSE frame is written, which ends the loop above.
+                let request = PeerChannelHandler.CloseRequest(code: .shuttingDown, reason: "the node is shutting down")
+                connection.channel.triggerUserOutboundEvent(request, promise: nil)
+            }
+        } catch {
+            node.logger.debug("session with \(address.map(String.init(describing:)) ?? "?") ended: \(error)")
+        }
+        node.sessionEnded(channel: connection.channel)
+        return peer != nil
+    }
+}

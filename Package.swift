@@ -93,7 +93,14 @@ let package = Package(
             ]
         ),
 
-        .target(name: "Weft", dependencies: ["WeftModel", "WeftStore", "WeftCrypto"]),
+        .target(
+            name: "Weft",
+            dependencies: [
+                "WeftModel", "WeftStore", "WeftCrypto", "WeftNode",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
 
         // MARK: - The CLI
         .executableTarget(
@@ -125,7 +132,12 @@ let package = Package(
             name: "WeftStoreTests",
             dependencies: ["WeftStore", "WeftModel", "WeftCrypto", .product(name: "GRDB", package: "GRDB.swift")]
         ),
-        .testTarget(name: "WeftTests", dependencies: ["Weft", "WeftStore", "WeftModel", "WeftCrypto"]),
+        .testTarget(
+            name: "WeftTests",
+            dependencies: ["Weft", "WeftStore", "WeftModel", "WeftCrypto", "WeftNode",
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .testTarget(
             name: "WeftWireTests",
             dependencies: ["WeftWire", "WeftCrypto", .product(name: "NIOCore", package: "swift-nio")]

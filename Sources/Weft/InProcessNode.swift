@@ -1,0 +1,52 @@
+import Logging
+import ServiceLifecycle
+import WeftCrypto
+import WeftNode
+import WeftStore
+
+/// A Weft node running inside this process: the mesh node serving a store, and a client over
+/// that same store, so what the client writes is what the node serves and what the node
+/// stores reaches the client's change streams (the store publishes every commit, whoever
+/// wrote it).
+///
+/// Run it as a `Service` (in a `ServiceGroup`, which stops it on SIGTERM/SIGINT) or call
+/// `run()` in a task and cancel it. Until replication arrives the node only authenticates its
+/// peers; the composition is where replication will plug in between the node and the client.
+public final class InProcessNode: Service, Sendable {
+    /// The mesh node: listener, dialers, one session per peer.
+    public let node: MeshNode
+    /// The client API over the node's store.
+    public let client: WeftClient
+    private let onEvent: @Sendable (NodeEvent) -> Void
+
+    /// - Parameters:
+    ///   - configuration: the node's identity, mesh key, addresses and policy; its identity
+    ///     is the store's local user and the client's author.
+    ///   - store: the store the node serves and the client reads and writes.
+    ///   - onEvent: called for every node event, in order. The node's events are consumed
+    ///     here, as `MeshNode` requires, so a slow handler slows only that peer's connection.
+    public init(
+        configuration: MeshNode.Configuration, store: Store, logger: Logger = Logger(label: "weft.node"),
+        onEvent: @escaping @Sendable (NodeEvent) -> Void = { _ in }
+    ) throws(WeftError) {
+        guard configuration.identity.publicKey == store.localUser else {
+            throw .notPermitted("the store belongs to user \(store.localUser), not to this node's identity \(configuration.identity.publicKey)")
+        }
+        self.client = try WeftClient(store: store, identity: configuration.identity)
+        self.node = MeshNode(configuration: configuration, store: store, logger: logger)
+        self.onEvent = onEvent
+    }
+
+    /// The store shared by the node and the client.
+    public var store: Store { node.store }
+
+    /// Runs the node until graceful shutdown or cancellation, handing each event to `onEvent`.
+    public func run() async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { [node, onEvent] in
+                for await event in node.events { onEvent(event) }
+            }
+            try await node.run()
+        }
+    }
+}

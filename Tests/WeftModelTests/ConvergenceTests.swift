@@ -13,14 +13,18 @@ struct ConvergenceTests {
     static let chunks = Array(0..<8)
 
     @Test("1,000 random schedules of 60 operations on 3 nodes converge to the rules' state", arguments: chunks)
-    func randomSchedules(chunk: Int) {
-        var coverage = Coverage()
-        for offset in 0..<Self.schedulesPerChunk {
-            let seed = UInt64(chunk * Self.schedulesPerChunk + offset)
-            if let failure = Self.check(seed: seed, coverage: &coverage) {
-                Issue.record("seed \(seed): \(failure)")
-                return
+    func randomSchedules(chunk: Int) async {
+        let (failure, coverage) = await offThePool { () -> (String?, Coverage) in
+            var coverage = Coverage()
+            for offset in 0..<Self.schedulesPerChunk {
+                let seed = UInt64(chunk * Self.schedulesPerChunk + offset)
+                if let failure = Self.check(seed: seed, coverage: &coverage) { return ("seed \(seed): \(failure)", coverage) }
             }
+            return (nil, coverage)
+        }
+        if let failure {
+            Issue.record("\(failure)")
+            return
         }
         // The schedules must reach what they are meant to test: a few of each per chunk.
         print("chunk \(chunk): \(coverage)")
@@ -179,7 +183,8 @@ struct ConvergenceTests {
     }
 
     @Test("schedules with four nodes and more operations converge", arguments: [1_000_001, 1_000_002, 1_000_003, 1_000_004] as [UInt64])
-    func largerSchedules(seed: UInt64) {
-        if let failure = Self.check(seed: seed, nodeCount: 4, operations: 200) { Issue.record("seed \(seed): \(failure)") }
+    func largerSchedules(seed: UInt64) async {
+        let failure = await offThePool { Self.check(seed: seed, nodeCount: 4, operations: 200) }
+        if let failure { Issue.record("seed \(seed): \(failure)") }
     }
 }

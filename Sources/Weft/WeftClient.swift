@@ -41,7 +41,7 @@ public actor WeftClient {
         let others = participants.subtracting([localUser])
         guard !others.isEmpty else { throw .noParticipants }
         try checkLimits(.createConversation(participants: others.sorted(), distinct: options.distinct, generation: 0, metadata: options.metadata))
-        if options.distinct, let existing = try storeCall({ try store.replica }).distinctConversation(for: others.union([localUser])) {
+        if options.distinct, let existing = try storeCall({ try store.distinctConversation(for: others.union([localUser])) }) {
             return try conversation(existing)!
         }
         let now = wallClock()
@@ -274,7 +274,7 @@ public actor WeftClient {
 
     /// The log a message was posted to (receipts and deletions must follow it there).
     private func postedTo(_ message: OperationID) throws(WeftError) -> ConversationID {
-        guard let found = try storeCall({ try store.replica }).message(message) else { throw .unknownMessage(message.hex) }
+        guard let found = try storeCall({ try store.message(message) }) else { throw .unknownMessage(message.hex) }
         return found.postedTo
     }
 

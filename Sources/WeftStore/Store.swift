@@ -11,8 +11,9 @@ import WeftModel
 ///
 /// Writes go through the in-memory `Replica` (the merge rules) and then to SQLite in one
 /// transaction, so the tables always equal what the replica says. Reads go to SQLite only, so
-/// a large store stays cheap in memory: the replica is rebuilt from the log lazily, on the
-/// first write (or the first `replica` read), and a process that only queries never builds it.
+/// a large store stays cheap in memory: the replica in memory is partial (see
+/// `Store+Loading.swift`), built on the first write from the index of creations and holding
+/// only the logs writes need, and a process that only queries never builds it.
 public final class Store: Sendable {
     /// The database file inside the store's directory.
     public static let fileName = "weft.sqlite"
@@ -24,8 +25,8 @@ public final class Store: Sendable {
     /// Milliseconds a received operation's timestamp may be ahead of the wall clock.
     public let futureTolerance: UInt64
     let database: any DatabaseWriter
-    /// The replica, nil until a write needs it. Held across each write transaction, so the
-    /// replica and the tables change together; readers do not take it.
+    /// The partial replica, nil until a write needs it. Held across each write transaction, so
+    /// the replica and the tables change together; readers do not take it.
     private let state = Mutex<Replica?>(nil)
 
     /// Opens (or creates) a store.
@@ -75,42 +76,38 @@ public final class Store: Sendable {
 
     // MARK: - The replica
 
-    /// A copy of the current replica (the local `Author` takes causes and sequence numbers from
-    /// it). Builds it from the log first if no write has yet. The copy shares storage with the
-    /// store's replica until one of them changes: drop it once the operations are written, or
-    /// the next write copies the conversations it touches.
+    /// The complete replica, rebuilt from the whole log on every call: every stored operation
+    /// (accepted, pending and rejected) replayed in applied order. Rejected ones are refused
+    /// again, pending ones wait again, so the result is the replica that wrote the log. It costs
+    /// the whole log in time and memory, so it is for tests and tools on small stores; writers
+    /// use `commitLocal(building:)`, which builds against the store's own (partial) replica.
     public var replica: Replica {
-        get throws { try state.withLock { try Self.loaded(&$0, from: database, localUser: localUser) } }
+        get throws { try Self.completeReplica(from: database, localUser: localUser) }
     }
 
-    /// Drops the replica from memory: the next write rebuilds it from the log (after a bulk
-    /// write that went around it).
+    /// The distinct conversation for exactly `participants` (the local user included), if any
+    /// (`Replica.distinctConversation(for:)`), loading only the logs of the groups for that set.
+    public func distinctConversation(for participants: Set<UserID>) throws -> ConversationID? {
+        try state.withLock { slot in
+            var replica = try Self.loaded(&slot, from: database, localUser: localUser, for: [])
+            try Self.loadLogs(replica.logsToLoad(forDistinct: participants), into: &replica, from: database)
+            slot = replica
+            return replica.distinctConversation(for: participants)
+        }
+    }
+
+    /// Drops the replica from memory: the next write builds it again (after a bulk write that
+    /// went around it).
     func forgetReplica() { state.withLock { $0 = nil } }
 
-    /// The replica, rebuilt from the log if it is not in memory: every stored operation
-    /// (accepted, pending and rejected) replayed in applied order. Rejected ones are refused
-    /// again, pending ones wait again, so the result is the replica that wrote the log.
-    private static func loaded(_ slot: inout Replica?, from database: any DatabaseWriter, localUser: UserID) throws -> Replica {
-        if let replica = slot { return replica }
-        var replica = Replica(localUser: localUser)
-        try database.read { db in
-            let rows = try Row.fetchCursor(db, sql: "SELECT id, wire FROM operation ORDER BY appliedOrder")
-            var chunk: [SignedOperation] = []
-            chunk.reserveCapacity(4096)
-            while let row = try rows.next() {
-                let id: Data = row[0]
-                do {
-                    chunk.append(try SignedOperation(wireBytes: [UInt8](row[1] as Data), claimedID: OperationID(bytes: [UInt8](id))))
-                } catch {
-                    throw StoreError(.damagedLog, "operation \(id.hexPrefix) in the log does not decode: \(error)")
-                }
-                if chunk.count == 4096 {
-                    _ = replica.apply(verified: chunk)
-                    chunk.removeAll(keepingCapacity: true)
-                }
-            }
-            _ = replica.apply(verified: chunk)
-        }
+    /// The partial replica with the logs that applying or building `operations` needs: built
+    /// from the index of creations if it is not in memory, then the missing logs loaded from
+    /// the operation table (see `Store+Loading.swift`).
+    private static func loaded(
+        _ slot: inout Replica?, from database: any DatabaseWriter, localUser: UserID, for operations: [SignedOperation]
+    ) throws -> Replica {
+        var replica = try slot ?? indexedReplica(from: database, localUser: localUser)
+        try loadLogs(replica.logsToLoad(for: operations), into: &replica, from: database)
         slot = replica
         return replica
     }
@@ -142,7 +139,7 @@ public final class Store: Sendable {
     public func apply(received operations: [SignedOperation], wallMilliseconds: UInt64) throws -> Applied {
         // Operations the replica already accepted need no second check (a peer resending).
         let known = try state.withLock { slot in
-            let replica = try Self.loaded(&slot, from: database, localUser: localUser)
+            let replica = try Self.loaded(&slot, from: database, localUser: localUser, for: operations)
             return operations.map { replica.isKnown($0.id, in: $0.operation.conversation) }
         }
         let (horizon, overflow) = wallMilliseconds.addingReportingOverflow(futureTolerance)
@@ -169,13 +166,16 @@ public final class Store: Sendable {
             }
         }
         return try state.withLock { slot in
-            var replica = try Self.loaded(&slot, from: database, localUser: localUser)
+            var replica = try Self.loaded(&slot, from: database, localUser: localUser, for: verified)
             slot = nil  // until the transaction commits: a failed write leaves it to be rebuilt
-            let (report, changes) = replica.applyReportingChangesIncrementally(verified: verified, current: currentSnapshot)
-            try database.write { db in
+            let (report, changesWithoutParts) = replica.applyReportingChangesIncrementally(verified: verified, current: currentSnapshot)
+            let changes = try database.write { db in
+                let changes = try Self.withParts(changesWithoutParts, from: verified, in: db)
                 try Materializer(db: db, replica: replica, localUser: localUser)
                     .write(batch: verified, report: report, changes: changes)
+                return changes
             }
+            Self.trim(&replica, keeping: Set(verified.map(\.operation.conversation)))
             slot = replica
             return Applied(report: report, refused: refused, changes: changes)
         }
@@ -237,27 +237,46 @@ public final class Store: Sendable {
 
     /// Builds local operations from the current replica and writes them, under the store's
     /// lock: concurrent local writers cannot pick the same sequence number.
+    ///
+    /// The replica holds the logs the batch needs: when the first build names a conversation
+    /// whose log was not in memory, the log is loaded and `build` is called again, so `build`
+    /// may run more than once (only its last batch is written).
     public func commitLocal(building build: (Replica) throws -> LocalBatch) throws -> Applied {
         try state.withLock { slot in
-            var replica = try Self.loaded(&slot, from: database, localUser: localUser)
-            let batch = try build(replica)
+            var replica = try Self.loaded(&slot, from: database, localUser: localUser, for: [])
+            var batch = try build(replica)
+            while case let missing = Self.logsToLoad(for: batch, in: replica), !missing.isEmpty {
+                try Self.loadLogs(missing, into: &replica, from: database)
+                slot = replica
+                batch = try build(replica)
+            }
             try checkLocal(batch, against: replica)
             slot = nil  // until the transaction commits
-            let (report, changes) = replica.applyReportingChangesIncrementally(verified: batch.operations, current: currentSnapshot)
+            let (report, changesWithoutParts) = replica.applyReportingChangesIncrementally(
+                verified: batch.operations, current: currentSnapshot)
             if let (id, error) = report.rejected.first {
                 throw StoreError(.localOperationRefused, "local operation \(id) was refused: \(error)")
             }
             if !report.pending.isEmpty {
                 throw StoreError(.localOperationRefused, "local operation \(report.pending[0]) names causes this store does not have")
             }
-            try database.write { db in
+            let changes = try database.write { db in
+                let changes = try Self.withParts(changesWithoutParts, from: batch.operations, in: db)
                 let materializer = Materializer(db: db, replica: replica, localUser: localUser)
                 try materializer.write(batch: batch.operations, report: report, changes: changes)
                 try materializer.insert(outbox: batch.outbox)
+                return changes
             }
+            Self.trim(&replica, keeping: Set(batch.operations.map(\.operation.conversation)))
             slot = replica
             return Applied(report: report, refused: [], changes: changes)
         }
+    }
+
+    /// The logs a local batch needs that are not in memory: its operations' (with their merge
+    /// groups) and those of the conversations its outbox entries name.
+    private static func logsToLoad(for batch: LocalBatch, in replica: Replica) -> Set<ConversationID> {
+        replica.logsToLoad(for: batch.operations).union(batch.outbox.map(\.conversation).filter { !replica.isLoaded($0) })
     }
 
     /// Refuses, before anything changes, a batch built against an older replica: its

@@ -58,7 +58,22 @@ struct ConversationLog: Sendable {
         var operation: OperationID
     }
 
+    /// A well-formed operation as replaying its effect needs it: without its signature and
+    /// encoding, and (when the log keeps no bodies) without its message parts.
+    struct Entry: Sendable {
+        var id: OperationID
+        var operation: Operation
+    }
+
     let id: ConversationID
+    /// Whether messages keep their parts. A store's partial replica keeps none (the parts stay
+    /// in SQLite, and its snapshots carry none); a complete replica does.
+    let keepsBodies: Bool
+
+    init(id: ConversationID, keepsBodies: Bool = true) {
+        self.id = id
+        self.keepsBodies = keepsBodies
+    }
 
     // MARK: Well-formed operations: judged once, never revised
 
@@ -68,7 +83,7 @@ struct ConversationLog: Sendable {
     /// Operations refused for a reason other than a fork.
     private(set) var rejected: [OperationID: OperationError] = [:]
     /// Well-formed operations in an order that respects causality: replaying it rebuilds the state.
-    private(set) var order: [SignedOperation] = []
+    private(set) var order: [Entry] = []
     /// The well-formed operations in each (author, sequence) slot.
     private var slots: [UserID: [UInt64: [OperationID]]] = [:]
     /// Slots holding more than one well-formed operation: the candidates for a fork.
@@ -103,8 +118,6 @@ struct ConversationLog: Sendable {
     private(set) var read: [OperationID: Set<UserID>] = [:]
     private(set) var watermarks: [UserID: VersionVector] = [:]
 
-    init(id: ConversationID) { self.id = id }
-
     // MARK: - Accepted and refused
 
     /// Whether a past reaches a forked slot.
@@ -116,6 +129,9 @@ struct ConversationLog: Sendable {
         guard let record = records[id] else { return false }
         return !isTainted(record.clock)
     }
+
+    /// Operations the log holds: well-formed ones and those refused by a rule.
+    var operationCount: Int { records.count + rejected.count }
 
     var acceptedIDs: [OperationID] { records.compactMap { isTainted($0.value.clock) ? nil : $0.key } }
 
@@ -183,7 +199,9 @@ struct ConversationLog: Sendable {
         records[signed.id] = Record(
             author: op.author, sequence: op.sequence, timestamp: op.timestamp, clock: clock,
             isMessage: { if case .postMessage = op.body { true } else { false } }())
-        order.append(signed)
+        var kept = op
+        if !keepsBodies, case .postMessage(_, let options) = op.body { kept.body = .postMessage(parts: [], options: options) }
+        order.append(Entry(id: signed.id, operation: kept))
         recordMembership(of: signed, clock: clock)
 
         // Equivocation: the same author and sequence number for another operation.
@@ -200,7 +218,7 @@ struct ConversationLog: Sendable {
             }
         }
         if isTainted(clock) { return .rejected(taintError(clock)) }
-        effect(of: signed, clock: clock)
+        effect(of: order[order.count - 1], clock: clock)
         return .accepted
     }
 
@@ -297,10 +315,8 @@ struct ConversationLog: Sendable {
         let op = signed.operation
         let event = MembershipEvent(author: op.author, sequence: op.sequence, clock: clock)
         switch op.body {
-        case .createConversation(let participants, let distinct, let generation, _):
-            creation = Creation(
-                operation: signed.id, author: op.author, timestamp: op.timestamp, participants: participants,
-                distinct: distinct, generation: generation)
+        case .createConversation(let participants, _, _, _):
+            creation = Self.creation(of: signed)
             for user in participants { adds[user, default: []].append(event) }
         case .addParticipants(let users):
             for user in users { adds[user, default: []].append(event) }
@@ -311,11 +327,20 @@ struct ConversationLog: Sendable {
         }
     }
 
-    /// What an accepted operation changes in the state.
-    private mutating func effect(of signed: SignedOperation, clock: VersionVector) {
+    /// What a creation tells merge groups and lookups; nil for any other operation.
+    static func creation(of signed: SignedOperation) -> Creation? {
         let op = signed.operation
+        guard case .createConversation(let participants, let distinct, let generation, _) = op.body else { return nil }
+        return Creation(
+            operation: signed.id, author: op.author, timestamp: op.timestamp, participants: participants,
+            distinct: distinct, generation: generation)
+    }
+
+    /// What an accepted operation changes in the state.
+    private mutating func effect(of entry: Entry, clock: VersionVector) {
+        let op = entry.operation
         heads.subtract(op.causes)
-        heads.insert(signed.id)
+        heads.insert(entry.id)
         frontier.formJoin(clock)
         switch op.body {
         case .createConversation(let users, _, _, _), .addParticipants(let users), .removeParticipants(let users):
@@ -329,17 +354,17 @@ struct ConversationLog: Sendable {
         switch op.body {
         case .createConversation(_, _, _, let entries):
             for (key, value) in entries {
-                setMetadata(MetadataValue(key: key, value: value, timestamp: op.timestamp, author: op.author, operation: signed.id))
+                setMetadata(MetadataValue(key: key, value: value, timestamp: op.timestamp, author: op.author, operation: entry.id))
             }
         case .addParticipants, .removeParticipants:
             hadMembershipChange = true
         case .setMetadata(let entries):
             for (key, value) in entries {
-                setMetadata(MetadataValue(key: key, value: value, timestamp: op.timestamp, author: op.author, operation: signed.id))
+                setMetadata(MetadataValue(key: key, value: value, timestamp: op.timestamp, author: op.author, operation: entry.id))
             }
         case .postMessage(let parts, let options):
-            messages[signed.id] = Message(
-                id: signed.id, sender: op.author, timestamp: op.timestamp, parts: parts, options: options, clock: clock)
+            messages[entry.id] = Message(
+                id: entry.id, sender: op.author, timestamp: op.timestamp, parts: parts, options: options, clock: clock)
         case .delivered(let ids):
             for message in ids { delivered[message, default: []].insert(op.author) }
         case .read(let ids):
@@ -364,9 +389,9 @@ struct ConversationLog: Sendable {
         delivered = [:]
         read = [:]
         watermarks = [:]
-        for signed in order {
-            let clock = records[signed.id]!.clock
-            if !isTainted(clock) { effect(of: signed, clock: clock) }
+        for entry in order {
+            let clock = records[entry.id]!.clock
+            if !isTainted(clock) { effect(of: entry, clock: clock) }
         }
     }
 

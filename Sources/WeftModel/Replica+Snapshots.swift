@@ -1,6 +1,8 @@
 extension Replica {
     /// The conversation `id` resolves to (its canonical conversation), as it stands.
     public func conversation(_ id: ConversationID) -> ConversationSnapshot? {
+        // A partial replica answers from the logs it holds: a store loads a group's logs before
+        // it applies, and builds local operations again when the first build read a missing one.
         let members = members(ofGroupContaining: id).compactMap { logs[$0] }
         guard let canonical = members.first, let creation = canonical.creation else { return nil }
 

@@ -13,19 +13,43 @@ public struct Replica: Sendable {
 
     /// The user whose unread counts and receipts the snapshots describe.
     public let localUser: UserID?
-    private(set) var logs: [ConversationID: ConversationLog] = [:]
+    /// Whether only some logs are in memory (see `Replica+Loading.swift`); a complete replica
+    /// holds every log it was given operations for. A partial replica keeps no message bodies
+    /// either: its message snapshots carry no parts (its store reads them from its tables).
+    public let isPartial: Bool
+    /// The conversation logs in memory: all of them, or for a partial replica those loaded.
+    var logs: [ConversationID: ConversationLog] = [:]
     /// Every accepted creation, by conversation: what merge groups and lookups need, without
     /// reaching into (and copying) the logs.
     private(set) var creations: [ConversationID: ConversationLog.Creation] = [:]
     /// Each group's members, sorted by (creation timestamp, identifier): canonical first.
     private(set) var groups: [GroupKey: [ConversationID]] = [:]
     /// Operations waiting for causes, by identifier, and who waits on what.
-    private var pending: [OperationID: SignedOperation] = [:]
-    private var waitingOn: [OperationID: Set<OperationID>] = [:]
+    var pending: [OperationID: SignedOperation] = [:]
+    var waitingOn: [OperationID: Set<OperationID>] = [:]
     /// Operations held per conversation whose creation has not arrived.
     public var pendingCount: Int { pending.count }
 
-    public init(localUser: UserID?) { self.localUser = localUser }
+    /// A complete replica, empty.
+    public init(localUser: UserID?) {
+        self.localUser = localUser
+        self.isPartial = false
+    }
+
+    /// A partial replica knowing the conversations these creations (accepted earlier) made,
+    /// with no log in memory yet: each log must be loaded (`load(_:operations:)`) before
+    /// anything reads or writes it.
+    public init(localUser: UserID?, creations: some Sequence<SignedOperation>) {
+        self.localUser = localUser
+        self.isPartial = true
+        for signed in creations {
+            guard let creation = ConversationLog.creation(of: signed) else { continue }
+            let id = signed.operation.conversation
+            guard self.creations[id] == nil else { continue }
+            self.creations[id] = creation
+            if creation.distinct { join(id, created: creation) }
+        }
+    }
 
     // MARK: - Applying
 
@@ -67,8 +91,9 @@ public struct Replica: Sendable {
 
     private mutating func applyOne(_ signed: SignedOperation, report: inout Report, retry: inout [SignedOperation]) {
         let conversation = signed.operation.conversation
+        assert(isLoaded(conversation), "conversation \(conversation) is applied to before its log was loaded")
         // In place: a copy of the log would copy its tables on every accepted operation.
-        let outcome = logs[conversation, default: ConversationLog(id: conversation)].apply(signed)
+        let outcome = logs[conversation, default: ConversationLog(id: conversation, keepsBodies: !isPartial)].apply(signed)
         switch outcome {
         case .accepted:
             report.accepted.append(signed.id)
@@ -123,7 +148,7 @@ public struct Replica: Sendable {
     }
 
     /// Adds a distinct conversation to its merge group, in canonical order.
-    private mutating func join(_ id: ConversationID, created creation: ConversationLog.Creation) {
+    mutating func join(_ id: ConversationID, created creation: ConversationLog.Creation) {
         let key = GroupKey(participants: creation.participants, generation: creation.generation)
         var members = groups[key] ?? []
         let index = members.firstIndex { other in

@@ -11,8 +11,9 @@ import WeftModel
 ///
 /// Writes go through the in-memory `Replica` (the merge rules) and then to SQLite in one
 /// transaction, so the tables always equal what the replica says. Reads go to SQLite only, so
-/// a large store stays cheap in memory: the replica is rebuilt from the log lazily, on the
-/// first write (or the first `replica` read), and a process that only queries never builds it.
+/// a large store stays cheap in memory: the replica in memory is partial (see
+/// `Store+Loading.swift`), built on the first write from the index of creations and holding
+/// only the logs writes need, and a process that only queries never builds it.
 ///
 /// Every write is `async` and runs on GRDB's writer queue, which is the store's lock: writers
 /// wait their turn without holding a thread of the cooperative pool across SQLite's fsync.
@@ -28,8 +29,11 @@ public final class Store: Sendable {
     public let localUser: UserID
     /// Milliseconds a received operation's timestamp may be ahead of the wall clock.
     public let futureTolerance: UInt64
+    /// How many operations the conversation logs kept in memory between writes may hold
+    /// together (see `Store+Loading.swift`).
+    public let cachedOperationLimit: Int
     let database: any DatabaseWriter
-    /// The replica, nil until a write needs it. Only a write on GRDB's writer queue changes it,
+    /// The partial replica, nil until a write needs it. Only a write on GRDB's writer queue changes it,
     /// lent out of the slot for the transaction (so it changes in place, uncopied) and put back
     /// once the transaction commits; a write that fails leaves it to be rebuilt from the log.
     let state = Mutex(ReplicaSlot())
@@ -50,9 +54,15 @@ public final class Store: Sendable {
     ///   - directory: where `weft.sqlite` lives (created if missing); nil keeps the store in
     ///     memory, for tests.
     ///   - localUser: the user this node belongs to; a store on disk refuses another.
-    public init(directory: URL?, localUser: UserID, futureTolerance: UInt64 = Store.defaultFutureTolerance) throws {
+    ///   - cachedOperationLimit: past this many operations in the logs in memory, a write drops
+    ///     the logs it did not touch.
+    public init(
+        directory: URL?, localUser: UserID, futureTolerance: UInt64 = Store.defaultFutureTolerance,
+        cachedOperationLimit: Int = Store.defaultCachedOperationLimit
+    ) throws {
         self.localUser = localUser
         self.futureTolerance = futureTolerance
+        self.cachedOperationLimit = cachedOperationLimit
         var configuration = Configuration()
         configuration.label = "weft.store"
         configuration.foreignKeysEnabled = true
@@ -94,20 +104,17 @@ public final class Store: Sendable {
 
     // MARK: - The replica
 
-    /// A copy of the current replica (as of the last commit). Builds it from the log first if
-    /// no write has yet; while a write holds the replica, builds a copy from the committed log
-    /// (a full replay: tests and tools read it, not hot paths). The copy shares storage with
-    /// the store's replica until one of them changes: drop it once done, or the next write
-    /// copies the conversations it touches.
+    /// The complete replica, rebuilt from the whole log on every call: every stored operation
+    /// (accepted, pending and rejected) replayed in applied order. Rejected ones are refused
+    /// again, pending ones wait again, so the result is the replica that wrote the log. It costs
+    /// the whole log in time and memory, so it is for tests and tools on small stores; writers
+    /// use `commitLocal(building:)`, which builds against the store's own (partial) replica.
     public var replica: Replica {
-        get throws {
-            if let replica = state.withLock({ $0.replica }) { return replica }
-            return try loadReplica()
-        }
+        get throws { try Self.completeReplica(from: database, localUser: localUser) }
     }
 
-    /// Drops the replica from memory: the next write rebuilds it from the log (after a bulk
-    /// write that went around it).
+    /// Drops the replica from memory: the next write builds it again (after a bulk write that
+    /// went around it).
     func forgetReplica() {
         state.withLock {
             $0.replica = nil
@@ -115,48 +122,17 @@ public final class Store: Sendable {
         }
     }
 
-    /// Builds the replica from the committed log and keeps it, unless a write got there first.
-    /// Reads outside the lock (an in-memory `DatabaseQueue` serializes reads with writes, and a
-    /// write takes the lock to borrow the replica).
-    @discardableResult
-    func loadReplica() throws -> Replica {
+    /// Builds the partial replica (the index of creations, no log loaded) and keeps it, unless
+    /// a write got there first. Reads outside the lock (an in-memory `DatabaseQueue`
+    /// serializes reads with writes, and a write takes the lock to borrow the replica).
+    func loadReplica() throws {
         let generation = state.withLock { $0.generation }
-        var slot: Replica?
-        let replica = try Self.loaded(&slot, from: database, localUser: localUser)
+        let replica = try Self.indexedReplica(from: database, localUser: localUser)
         state.withLock { state in
             // Kept only if nothing changed hands since the read began: a write needs the
-            // replica in the slot to commit a change, so the log read is then current.
+            // replica in the slot to commit a change, so the index read is then current.
             if state.replica == nil && !state.lent && state.generation == generation { state.replica = replica }
         }
-        return replica
-    }
-
-    /// The replica, rebuilt from the log if it is not in memory: every stored operation
-    /// (accepted, pending and rejected) replayed in applied order. Rejected ones are refused
-    /// again, pending ones wait again, so the result is the replica that wrote the log.
-    private static func loaded(_ slot: inout Replica?, from database: any DatabaseWriter, localUser: UserID) throws -> Replica {
-        if let replica = slot { return replica }
-        var replica = Replica(localUser: localUser)
-        try database.read { db in
-            let rows = try Row.fetchCursor(db, sql: "SELECT id, wire FROM operation ORDER BY appliedOrder")
-            var chunk: [SignedOperation] = []
-            chunk.reserveCapacity(4096)
-            while let row = try rows.next() {
-                let id: Data = row[0]
-                do {
-                    chunk.append(try SignedOperation(wireBytes: [UInt8](row[1] as Data), claimedID: OperationID(bytes: [UInt8](id))))
-                } catch {
-                    throw StoreError(.damagedLog, "operation \(id.hexPrefix) in the log does not decode: \(error)")
-                }
-                if chunk.count == 4096 {
-                    _ = replica.apply(verified: chunk)
-                    chunk.removeAll(keepingCapacity: true)
-                }
-            }
-            _ = replica.apply(verified: chunk)
-        }
-        slot = replica
-        return replica
     }
 
     // MARK: - Applying received operations
@@ -199,7 +175,8 @@ public final class Store: Sendable {
         received operations: [SignedOperation], wallMilliseconds: UInt64, acknowledgingWith signer: LocalSigner?
     ) async throws -> Applied {
         // Operations the replica already accepted need no second check (a peer resending).
-        // While another write holds the replica, everything is checked rather than waiting.
+        // While another write holds the replica, everything is checked rather than waiting;
+        // an operation of a log not in memory is checked too.
         if state.withLock({ $0.replica == nil && !$0.lent }) { try loadReplica() }
         let known = state.withLock { state in
             state.replica.map { replica in operations.map { replica.isKnown($0.id, in: $0.operation.conversation) } }
@@ -231,6 +208,7 @@ public final class Store: Sendable {
         let refusals = refused
         let localUser = self.localUser
         return try await writeThroughReplica { db, lease in
+            try Self.loadLogs(lease.replica.logsToLoad(for: accepted), into: &lease.replica, in: db)
             let current = CurrentSnapshots(db: db)
             let (report, changes) = lease.apply(accepted, current: current.read)
             try current.check()
@@ -241,9 +219,13 @@ public final class Store: Sendable {
             if let signer {
                 try Self.acknowledgeDelivery(in: &applied, lease: &lease, db: db, localUser: localUser, signer: signer)
             }
+            // The partial replica keeps no message parts: the change set gets them from the
+            // batch or the log, once the receipts (if any) have changed the snapshots too.
+            applied.changes = try Self.withParts(applied.changes, from: accepted, in: db)
             // The rows follow the replica the receipts (if any) left.
             try Materializer(db: db, replica: lease.replica, localUser: localUser).materialize(applied.changes)
             let waiting = try Self.waitingMessages(among: applied.changes, localUser: localUser, in: db)
+            Self.trim(&lease.replica, keeping: Set(accepted.map(\.operation.conversation)), limit: cachedOperationLimit)
             return (applied, Publication(changes: applied.changes, waitingMessages: waiting))
         }
     }
@@ -326,6 +308,11 @@ public final class Store: Sendable {
 
     /// Builds local operations from the current replica and writes them, on the writer queue:
     /// concurrent local writers cannot pick the same sequence number.
+    ///
+    /// The replica holds the logs the batch needs: when the first build read a log that was
+    /// not in memory (`Replica.logsToLoad(forBuilding:)`), the logs are loaded and `build` is
+    /// called again, so `build` may run more than once (only its last batch is written). Each
+    /// round loads at least one more of the store's logs, so the rounds end.
     public func commitLocal(building build: @Sendable (Replica) throws -> LocalBatch) async throws -> Applied {
         try await commitLocal { replica in (try build(replica), ()) }.applied
     }
@@ -337,10 +324,17 @@ public final class Store: Sendable {
     ) async throws -> (applied: Applied, extra: Extra) {
         let localUser = self.localUser
         return try await writeThroughReplica { db, lease in
-            let (batch, extra) = try build(lease.replica)
+            var (batch, extra) = try build(lease.replica)
+            while case let missing = lease.replica.logsToLoad(forBuilding: batch.operations), !missing.isEmpty {
+                try Self.loadLogs(missing, into: &lease.replica, in: db)
+                (batch, extra) = try build(lease.replica)
+            }
+            // What applying needs besides (a new conversation's log: operations may wait for it).
+            try Self.loadLogs(lease.replica.logsToLoad(for: batch.operations), into: &lease.replica, in: db)
             try Self.checkLocal(batch, against: lease.replica, localUser: localUser)
             let current = CurrentSnapshots(db: db)
-            let (report, changes) = lease.apply(batch.operations, current: current.read)
+            let (report, changesWithoutParts) = lease.apply(batch.operations, current: current.read)
+            let changes = try Self.withParts(changesWithoutParts, from: batch.operations, in: db)
             try current.check()
             if let (id, error) = report.rejected.first {
                 throw StoreError(.localOperationRefused, "local operation \(id) was refused: \(error)")
@@ -356,8 +350,15 @@ public final class Store: Sendable {
                 changes: changes,
                 outbox: batch.outbox.map { OutboxChange(entry: $0, previousState: nil, message: snapshots[$0.message]) },
                 waitingMessages: try Self.waitingMessages(among: changes, localUser: localUser, in: db))
+            Self.trim(&lease.replica, keeping: Set(batch.operations.map(\.operation.conversation)), limit: cachedOperationLimit)
             return ((Applied(report: report, refused: [], changes: changes), extra), publication)
         }
+    }
+
+    /// The logs a local batch needs that are not in memory: its operations' (with their merge
+    /// groups) and those of the conversations its outbox entries name.
+    private static func logsToLoad(for batch: LocalBatch, in replica: Replica) -> Set<ConversationID> {
+        replica.logsToLoad(for: batch.operations).union(batch.outbox.map(\.conversation).filter { !replica.isLoaded($0) })
     }
 
     /// Refuses, before anything changes, a batch built against an older replica: its

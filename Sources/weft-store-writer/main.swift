@@ -58,10 +58,11 @@ do {
     let counts = try store.operationCounts()
     var total = counts.accepted + counts.pending + counts.rejected
     var batchNumber = total / batchSize
+    // A scratch copy of the replica, built from the log once: each operation is applied to it
+    // as it is written, so the next one follows it (causes, sequence numbers), and it stays equal
+    // to the store's (a batch that is not accepted whole ends the writer).
+    var scratch = try store.replica
     while batchNumber < batchLimit {
-        // A scratch copy of the replica: each operation is applied to it as it is written, so
-        // the next one follows it (causes, sequence numbers).
-        var scratch = try store.replica
         var operations: [SignedOperation] = []
         var outbox: [OutboxEntry] = []
         let received = batchNumber % 2 == 0

@@ -327,7 +327,7 @@ struct MembershipTests {
         #expect(b.replica.conversation(id)?.participants == [carol, dave].sorted())
         b.post("gone", in: id)
         #expect(b.refusal == .notAParticipant)
-        a.receive(b.replica.logs[id]!.order)
+        a.receive(b.wellFormed(in: id))
         a.post("still here?", in: id)
         #expect(a.refusal == .notAParticipant)
     }
@@ -555,7 +555,7 @@ struct ReceiptTests {
         #expect(b.replica.conversation(create.conversation)?.unreadCount == 1)
         #expect(a.replica.conversation(create.conversation)?.unreadCount == 0)
         var nobody = Replica(localUser: nil)
-        _ = nobody.apply(verified: b.replica.logs[create.conversation]!.order)
+        _ = nobody.apply(verified: b.wellFormed(in: create.conversation))
         #expect(nobody.conversation(create.conversation)?.unreadCount == 0)
         #expect(nobody.conversation(create.conversation)?.messageCount == 3)
     }

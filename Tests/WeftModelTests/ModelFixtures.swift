@@ -100,6 +100,8 @@ struct Peer {
     /// The wall clock: each write moves it on by one millisecond unless the test sets it.
     var wall: UInt64 = 10_000
     private(set) var lastReport = Replica.Report()
+    /// Every operation written here or handed to this peer, in that order.
+    private(set) var given: [SignedOperation] = []
 
     init(_ index: Int) {
         author = Fixtures.author(index)
@@ -113,6 +115,7 @@ struct Peer {
         wall += 1
         let op = author.createConversation(with: Set(others), distinct: distinct, metadata: metadata, in: replica, wallMilliseconds: wall)
         lastReport = replica.apply(verified: [op])
+        given.append(op)
         return op
     }
 
@@ -122,6 +125,7 @@ struct Peer {
         wall += 1
         let op = author.write(body, in: conversation, replica: replica, wallMilliseconds: wall)
         lastReport = replica.apply(verified: [op])
+        given.append(op)
         return op
     }
 
@@ -133,7 +137,14 @@ struct Peer {
     @discardableResult
     mutating func receive(_ operations: [SignedOperation]) -> Replica.Report {
         lastReport = replica.apply(verified: operations)
+        given += operations
         return lastReport
+    }
+
+    /// The well-formed operations of the log `id` (accepted, or tainted by a fork), as given
+    /// to this peer: what a peer syncing the log would send.
+    func wellFormed(in id: ConversationID) -> [SignedOperation] {
+        given.filter { $0.operation.conversation == id && replica.logs[id]?.records[$0.id] != nil }
     }
 
     var accepted: Bool { lastReport.accepted.count == 1 && lastReport.rejected.isEmpty }

@@ -10,7 +10,7 @@ import Glibc
 
 /// The store: applying received operations (verify, store, materialize), Ed25519 verification
 /// alone (the limit), and reads from a store of a million messages, with the resident memory of
-/// a process that opens it to query.
+/// a process that opens it to query, and of one that opens it and writes one message.
 ///
 /// Each benchmark runs in its own process, so the heavy preparation lives in `setup` closures.
 func registerStoreBenchmarks() {
@@ -144,6 +144,44 @@ func registerStoreBenchmarks() {
             }
         },
         setup: { try await StoreFixtures.largeStore() })
+
+    // One iteration: open the store, then write one message to a conversation of a thousand
+    // messages (the store loads that conversation's log, not the million operations); then the
+    // process's resident memory. The store is copied first, so the cached one stays as built.
+    Benchmark(
+        "Store: open + write one message, resident memory (1,000,000 messages)",
+        configuration: .init(
+            metrics: [.wallClock, .peakMemoryResident, StoreFixtures.residentAfterWrite], warmupIterations: 0,
+            maxIterations: 1),
+        closure: { (benchmark: Benchmark, copy: StoreCopy) in
+            do {
+                let store = try Store(directory: copy.directory, localUser: StoreFixtures.local.publicKey)
+                let conversation = try store.conversations(ConversationQuery(sort: [.init(.lastMessageAt, ascending: false)], limit: 1))
+                let mailbox = try Mailbox(store: store, identity: StoreFixtures.local, wallClock: { StoreFixtures.wallMilliseconds })
+                let posted = try await mailbox.post(
+                    [MessagePart(mimeType: "text/plain", data: Array("one more".utf8))], in: conversation[0].id)
+                guard try store.message(posted.id) != nil else { return benchmark.error("the message was not stored") }
+                benchmark.measurement(StoreFixtures.residentAfterWrite, StoreFixtures.residentBytes() / 1_000_000)
+            } catch {
+                benchmark.error("write failed: \(error)")
+            }
+        },
+        setup: { try await StoreCopy(of: StoreFixtures.largeStore()) })
+}
+
+/// A copy of the cached million-message store, for a benchmark that writes; removed afterwards.
+final class StoreCopy: Sendable {
+    let directory: URL
+
+    init(of source: URL) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("weft-bench-write-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for file in try FileManager.default.contentsOfDirectory(atPath: source.path) where file.hasPrefix(Store.fileName) {
+            try FileManager.default.copyItem(at: source.appendingPathComponent(file), to: directory.appendingPathComponent(file))
+        }
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
 }
 
 // MARK: - Fixtures
@@ -159,6 +197,7 @@ enum StoreFixtures {
     }
 
     static let residentMegabytes = BenchmarkMetric.custom("Resident memory after the query (MB)", polarity: .prefersSmaller, useScalingFactor: false)
+    static let residentAfterWrite = BenchmarkMetric.custom("Resident memory after the write (MB)", polarity: .prefersSmaller, useScalingFactor: false)
 
     /// The process's resident memory now, from /proc/self/statm.
     static func residentBytes() -> Int {

@@ -16,6 +16,12 @@ public struct VersionVector: Hashable, Sendable {
         if sequence > self[author] { entries[author] = sequence }
     }
 
+    /// Sets an author's entry, up or down (a summary's heads are rebuilt, not only joined);
+    /// zero removes it.
+    public mutating func set(_ author: UserID, _ sequence: UInt64) {
+        entries[author] = sequence == 0 ? nil : sequence
+    }
+
     /// Whether the operation `(author, sequence)` is in the past this vector describes.
     public func includes(author: UserID, sequence: UInt64) -> Bool { self[author] >= sequence }
 }

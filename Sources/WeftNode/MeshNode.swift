@@ -64,8 +64,21 @@ public final class MeshNode: Service, Sendable {
         var stopped = false
         /// Every open connection, to close any that never got a session.
         var channels: [ObjectIdentifier: any Channel] = [:]
-        /// The channel of each authenticated peer's session (the latest, if it connected twice).
-        var sessions: [PublicIdentity: any Channel] = [:]
+        /// Each authenticated peer's one connection (§5: one connection per pair of nodes).
+        var sessions: [PublicIdentity: ConnectedPeer] = [:]
+        /// Addresses the node keeps dialing, and the identity last seen answering each.
+        var dialTargets: [PeerAddress: DialTarget] = [:]
+        /// Peers whose connections are refused (a cut link).
+        var blocked: Set<PublicIdentity> = []
+        /// Starts dialers for targets added while running (nil before `run()` and after it).
+        var dialRequests: AsyncStream<PeerAddress>.Continuation?
+    }
+
+    struct DialTarget {
+        var how: ConnectedPeer.Origin
+        var identity: PublicIdentity?
+        /// Resumed to end a dialer's wait early (a healed link).
+        var wakeUp: CheckedContinuation<Void, Never>?
     }
 
     public let configuration: Configuration
@@ -100,6 +113,65 @@ public final class MeshNode: Service, Sendable {
     /// Identities of peers with an authenticated connection now.
     public var connectedPeers: [PublicIdentity] { registry.withLock { Array($0.sessions.keys) } }
 
+    /// Each authenticated peer's connection: who, where, and how it was found.
+    public var peers: [ConnectedPeer] { registry.withLock { Array($0.sessions.values) } }
+
+    // MARK: - Links
+
+    /// Dials `address` and keeps dialing it (as for `Configuration.peers`), from now on.
+    public func connect(to address: PeerAddress, how: ConnectedPeer.Origin = .added) {
+        let request = registry.withLock { registry -> AsyncStream<PeerAddress>.Continuation? in
+            guard registry.dialTargets[address] == nil else { return nil }
+            registry.dialTargets[address] = DialTarget(how: how)
+            return registry.dialRequests
+        }
+        request?.yield(address)
+    }
+
+    /// Stops dialing `address` (an open connection stays).
+    public func forget(_ address: PeerAddress) {
+        let wakeUp = registry.withLock { $0.dialTargets.removeValue(forKey: address)?.wakeUp }
+        wakeUp?.resume()
+    }
+
+    /// Cuts the link to `peer`: closes its connection with CLOSE 4 and refuses it until
+    /// `heal(_:)`.
+    public func cut(_ peer: PublicIdentity) {
+        let channel = registry.withLock { registry in
+            registry.blocked.insert(peer)
+            return registry.sessions[peer]?.channel
+        }
+        channel?.triggerUserOutboundEvent(
+            PeerChannelHandler.CloseRequest(code: .linkCut, reason: "the link to this node was cut"), promise: nil)
+    }
+
+    /// Heals a cut link: the peer is accepted again, and dialers of its address dial now.
+    public func heal(_ peer: PublicIdentity) {
+        let wakeUps = registry.withLock { registry in
+            registry.blocked.remove(peer)
+            var wakeUps: [CheckedContinuation<Void, Never>] = []
+            for (address, target) in registry.dialTargets where target.identity == peer || target.identity == nil {
+                if let wakeUp = target.wakeUp { wakeUps.append(wakeUp) }
+                registry.dialTargets[address]?.wakeUp = nil
+            }
+            return wakeUps
+        }
+        for wakeUp in wakeUps { wakeUp.resume() }
+    }
+
+    /// Closes the connection with `peer`, if any, with CLOSE `code` (a protocol error found
+    /// above the channel, for example).
+    public func close(_ peer: PublicIdentity, code: CloseCode = .normal, reason: String) {
+        let channel = registry.withLock { $0.sessions[peer]?.channel }
+        channel?.triggerUserOutboundEvent(PeerChannelHandler.CloseRequest(code: code, reason: reason), promise: nil)
+    }
+
+    /// Closes the connection with `peer` with ERROR `code` (bad input seen above the channel).
+    public func fail(_ peer: PublicIdentity, code: ErrorCode, reason: String) {
+        let channel = registry.withLock { $0.sessions[peer]?.channel }
+        channel?.triggerUserOutboundEvent(PeerChannelHandler.ErrorRequest(code: code, reason: reason), promise: nil)
+    }
+
     // MARK: - Service
 
     /// Listens, dials, and serves every connection until graceful shutdown (SIGTERM/SIGINT
@@ -128,9 +200,26 @@ public final class MeshNode: Service, Sendable {
     /// The task tree: the accept loop in the group's body, one child task per session, one
     /// per dialer.
     private func serve() async throws {
+        let (dialRequests, requestContinuation) = AsyncStream<PeerAddress>.makeStream()
+        let initialTargets = registry.withLock { registry in
+            registry.dialRequests = requestContinuation
+            for peer in configuration.peers where registry.dialTargets[peer] == nil {
+                registry.dialTargets[peer] = DialTarget(how: .configured)
+            }
+            return Array(registry.dialTargets.keys)
+        }
+        for target in initialTargets { requestContinuation.yield(target) }
+        defer {
+            requestContinuation.finish()
+            registry.withLock { $0.dialRequests = nil }
+        }
         try await withThrowingDiscardingTaskGroup { group in
-            for peer in configuration.peers {
-                group.addTask { await self.keepDialing(peer) }
+            group.addTask {
+                await withDiscardingTaskGroup { dialers in
+                    for await address in dialRequests {
+                        dialers.addTask { await self.keepDialing(address) }
+                    }
+                }
             }
             guard let listen = configuration.listenAddress else { return }
             let listener = try await ServerBootstrap(group: self.group)
@@ -147,34 +236,75 @@ public final class MeshNode: Service, Sendable {
             }
             try await listener.executeThenClose { connections in
                 for try await connection in connections {
-                    group.addTask { _ = await PeerSession(connection: connection, direction: .inbound, node: self).run() }
+                    group.addTask {
+                        _ = await PeerSession(connection: connection, direction: .inbound, origin: .inbound, dialed: nil, node: self).run()
+                    }
                 }
             }
         }
     }
 
+    /// Dials `peer` until it is forgotten or the node stops: after a connection ends, or an
+    /// attempt fails, waits a delay that grows with each failure (`redialDelays`, with ±25 %
+    /// jitter so nodes restarted together do not dial in step), and starts again at the first
+    /// delay after a connection that authenticated. While the identity last seen at the
+    /// address is connected (over another connection) or cut, it does not dial.
     private func keepDialing(_ peer: PeerAddress) async {
         var attempt = 0
         while !Task.isCancelled {
+            guard let target = registry.withLock({ $0.dialTargets[peer] }) else { return }
             var wasAuthenticated = false
-            do {
-                let connection = try await ClientBootstrap(group: group)
-                    .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                    .channelOption(.writeBufferWaterMark, value: Self.writeBufferWaterMark)
-                    .connectTimeout(.seconds(5))
-                    .connect(host: peer.host, port: peer.port) { channel in
-                        channel.eventLoop.makeCompletedFuture { try self.connection(on: channel, role: .initiator) }
-                    }
-                wasAuthenticated = await PeerSession(connection: connection, direction: .outbound, node: self).run()
-            } catch {
-                logger.info("cannot reach \(peer): \(error)")
+            if let known = target.identity, isConnectedOrCut(known) {
+                // Nothing to do until the link heals or the other connection ends.
+            } else {
+                do {
+                    let connection = try await ClientBootstrap(group: group)
+                        .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                        .channelOption(.writeBufferWaterMark, value: Self.writeBufferWaterMark)
+                        .connectTimeout(.seconds(5))
+                        .connect(host: peer.host, port: peer.port) { channel in
+                            channel.eventLoop.makeCompletedFuture { try self.connection(on: channel, role: .initiator) }
+                        }
+                    wasAuthenticated = await PeerSession(
+                        connection: connection, direction: .outbound, origin: target.how, dialed: peer, node: self
+                    ).run()
+                } catch {
+                    logger.info("cannot reach \(peer): \(error)")
+                }
             }
             attempt = wasAuthenticated ? 0 : min(attempt + 1, configuration.redialDelays.count - 1)
-            do {
-                try await Task.sleep(for: .nanoseconds(configuration.redialDelays[attempt].nanoseconds))
-            } catch {
-                return  // cancelled: the node is stopping
+            let delay = configuration.redialDelays[attempt].nanoseconds
+            await waitToRedial(peer, nanoseconds: delay + Int64.random(in: -delay / 4...delay / 4))
+        }
+    }
+
+    private func isConnectedOrCut(_ peer: PublicIdentity) -> Bool {
+        registry.withLock { $0.blocked.contains(peer) || $0.sessions[peer] != nil }
+    }
+
+    /// Sleeps until the delay passes, the link is healed, or the node stops.
+    private func waitToRedial(_ peer: PeerAddress, nanoseconds: Int64) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await Task.sleep(for: .nanoseconds(nanoseconds)) }
+            group.addTask {
+                await withCheckedContinuation { continuation in
+                    let stored = self.registry.withLock { registry in
+                        guard registry.dialTargets[peer] != nil else { return false }
+                        registry.dialTargets[peer]?.wakeUp = continuation
+                        return true
+                    }
+                    if !stored { continuation.resume() }
+                }
             }
+            await group.next()
+            // Whichever ended first, end the other: a stored continuation is resumed exactly once.
+            let wakeUp = registry.withLock { registry -> CheckedContinuation<Void, Never>? in
+                let wakeUp = registry.dialTargets[peer]?.wakeUp
+                registry.dialTargets[peer]?.wakeUp = nil
+                return wakeUp
+            }
+            wakeUp?.resume()
+            group.cancelAll()
         }
     }
 
@@ -203,13 +333,52 @@ public final class MeshNode: Service, Sendable {
 
     // MARK: - Sessions
 
-    func sessionAuthenticated(_ peer: PublicIdentity, channel: any Channel) {
-        registry.withLock { $0.sessions[peer] = channel }
+    /// Registers an authenticated connection. Returns false, after asking the channel to close,
+    /// when the connection is refused: the peer's link is cut, or the peer already has a
+    /// connection that the rule of §5 keeps instead (the other one is closed then).
+    func sessionAuthenticated(_ session: ConnectedPeer) -> Bool {
+        let peer = session.info.identity
+        let (keep, drop) = registry.withLock { registry -> (Bool, (any Channel)?) in
+            if let dialed = session.dialed { registry.dialTargets[dialed]?.identity = peer }
+            if registry.blocked.contains(peer) { return (false, nil) }
+            guard let existing = registry.sessions[peer] else {
+                registry.sessions[peer] = session
+                return (true, nil)
+            }
+            if Self.prefer(session, over: existing, localIdentity: identity) {
+                registry.sessions[peer] = session
+                return (true, existing.channel)
+            }
+            return (false, nil)
+        }
+        if let drop {
+            drop.triggerUserOutboundEvent(
+                PeerChannelHandler.CloseRequest(code: .duplicateConnection, reason: "already connected over another connection"),
+                promise: nil)
+        }
+        if !keep {
+            let cut = registry.withLock { $0.blocked.contains(peer) }
+            let request = cut
+                ? PeerChannelHandler.CloseRequest(code: .linkCut, reason: "the link to this node was cut")
+                : PeerChannelHandler.CloseRequest(code: .duplicateConnection, reason: "already connected over another connection")
+            session.channel.triggerUserOutboundEvent(request, promise: nil)
+        }
+        return keep
+    }
+
+    /// §5: of two connections with one peer, keep the one whose initiator has the lesser
+    /// identity key; of two with the same initiator, the newer (`candidate`).
+    static func prefer(_ candidate: ConnectedPeer, over existing: ConnectedPeer, localIdentity: PublicIdentity) -> Bool {
+        func initiator(_ session: ConnectedPeer) -> [UInt8] {
+            session.direction == .outbound ? localIdentity.bytes : session.info.identity.bytes
+        }
+        let (new, old) = (initiator(candidate), initiator(existing))
+        return new == old || new.lexicographicallyPrecedes(old)
     }
 
     func sessionEnded(channel: any Channel) {
         registry.withLock { registry in
-            registry.sessions = registry.sessions.filter { $0.value !== channel }
+            registry.sessions = registry.sessions.filter { $0.value.channel !== channel }
         }
     }
 
@@ -239,7 +408,7 @@ public final class MeshNode: Service, Sendable {
         guard bytes.readableBytes <= WireConstants.maxDataPayloadByteCount else {
             throw .payloadTooLarge(bytes.readableBytes)
         }
-        guard let channel = registry.withLock({ $0.sessions[peer] }) else { throw .unknownPeer(peer) }
+        guard let channel = registry.withLock({ $0.sessions[peer]?.channel }) else { throw .unknownPeer(peer) }
         do {
             try await channel.writeAndFlush(bytes).get()
         } catch let error as PeerChannelError {

@@ -40,6 +40,12 @@ final class PeerChannelHandler: ChannelDuplexHandler {
         var reason: String
     }
 
+    /// Asks the handler to send ERROR and close: the node found the peer's input bad.
+    struct ErrorRequest: Sendable {
+        var code: ErrorCode
+        var reason: String
+    }
+
     /// How long the last frame may take to leave before the channel is closed without it.
     static let finalWriteTimeout: TimeAmount = .seconds(5)
 
@@ -136,12 +142,15 @@ final class PeerChannelHandler: ChannelDuplexHandler {
     }
 
     func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
-        guard let request = event as? CloseRequest else {
+        if let request = event as? CloseRequest {
+            perform(machine.close(request.code, reason: request.reason, now: .now()), context: context)
+            promise?.succeed()
+        } else if let request = event as? ErrorRequest {
+            perform(machine.fail(request.code, reason: request.reason, now: .now()), context: context)
+            promise?.succeed()
+        } else {
             context.triggerUserOutboundEvent(event, promise: promise)
-            return
         }
-        perform(machine.close(request.code, reason: request.reason, now: .now()), context: context)
-        promise?.succeed()
     }
 
     /// A close from above (the session ending, the node stopping) says goodbye first.

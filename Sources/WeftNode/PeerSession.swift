@@ -13,6 +13,8 @@ import WeftWire
 struct PeerSession: Sendable {
     let connection: NIOAsyncChannel<PeerChannelEvent, ByteBuffer>
     let direction: ConnectionDirection
+    let origin: ConnectedPeer.Origin
+    let dialed: PeerAddress?
     let node: MeshNode
 
     /// Runs until the connection has closed. Returns whether the peer authenticated (a dialer
@@ -26,9 +28,15 @@ struct PeerSession: Sendable {
                     for try await event in inbound {
                         switch event {
                         case .authenticated(let info):
-                            peer = info
-                            node.sessionAuthenticated(info.identity, channel: connection.channel)
-                            await node.report(.peerAuthenticated(info, address: address, direction: direction))
+                            let session = ConnectedPeer(
+                                info: info, address: address, direction: direction, origin: origin, dialed: dialed,
+                                channel: connection.channel)
+                            // A refused connection (cut link, duplicate) is closing: its peer
+                            // is reported to nobody, and its data is not passed on.
+                            if node.sessionAuthenticated(session) {
+                                peer = info
+                                await node.report(.peerAuthenticated(info, address: address, direction: direction))
+                            }
                         case .data(let bytes):
                             if let peer { await node.report(.data(peer.identity, bytes)) }
                         case .pong(let roundTrip):

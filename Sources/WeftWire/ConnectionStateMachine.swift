@@ -189,6 +189,16 @@ public struct ConnectionStateMachine: Sendable {
         return output.finish()
     }
 
+    /// The layer above saw bad input from the peer (a malformed sync message, §14.1): an
+    /// ERROR frame if the channel is up, then `.close`. Does nothing once ended.
+    public mutating func fail(_ code: ErrorCode, reason: String, now: NIODeadline) -> [ConnectionAction] {
+        if case .closed = state { return [] }
+        var output = Output()
+        if case .established = state { seal(.error(code, reason), now: now, into: &output) }
+        end(.protocolViolation, "closing: \(reason)", into: &output)
+        return output.finish()
+    }
+
     /// The TCP connection ended. Returns why, unless the machine already ended it.
     public mutating func connectionClosed() -> ConnectionEnd? {
         let end: ConnectionEnd

@@ -75,12 +75,19 @@ public struct CloseCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let shuttingDown = CloseCode(rawValue: 1)
     /// Nothing arrived from the peer within the idle timeout.
     public static let idleTimeout = CloseCode(rawValue: 2)
+    /// The two nodes are connected twice; this connection is the one dropped (§5).
+    public static let duplicateConnection = CloseCode(rawValue: 3)
+    /// The receiver's operator cut the link to the sender; it refuses the connection until
+    /// the link is healed.
+    public static let linkCut = CloseCode(rawValue: 4)
 
     public var description: String {
         switch self {
         case .normal: "normal close"
         case .shuttingDown: "shutting down"
         case .idleTimeout: "idle timeout"
+        case .duplicateConnection: "duplicate connection"
+        case .linkCut: "link cut"
         default: "close code \(rawValue)"
         }
     }

@@ -1,0 +1,82 @@
+import Foundation
+import NIOCore
+import Testing
+import WeftCrypto
+import WeftNode
+import WeftWire
+
+/// Waits until `condition` holds, polling, or records a failure after `seconds`.
+func eventually(within seconds: Double = 10, _ what: String, _ condition: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if condition() { return }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    Issue.record("not within \(seconds) s: \(what)")
+    throw CancellationError()
+}
+
+@Suite("links between nodes: one connection per pair, cut and heal", .timeLimit(.minutes(1)))
+struct LinkTests {
+    @Test("two nodes that dial each other at once keep exactly one connection, the same on both sides")
+    func bothDial() async throws {
+        let meshKey = MeshKey.generate()
+        let alice = try startNode("alice", meshKey: meshKey)
+        let bob = try startNode("bob", meshKey: meshKey)
+        let aliceAddress = try await alice.address().peerAddress
+        let bobAddress = try await bob.address().peerAddress
+        alice.node.connect(to: bobAddress)
+        bob.node.connect(to: aliceAddress)
+
+        try await eventually("both connected") {
+            alice.connectedPeers == [bob.identity] && bob.connectedPeers == [alice.identity]
+        }
+        // Each side saw a duplicate dropped with CLOSE 3, or never made a second connection;
+        // either way the kept connection is the same one on both sides: its two ends agree on
+        // who dialed.
+        try await eventually("the kept connection's ends agree") {
+            guard let a = alice.node.peers.first, let b = bob.node.peers.first else { return false }
+            return a.direction != b.direction
+        }
+        // Data flows over it both ways.
+        try await alice.send(ByteBuffer(string: "hi bob"), to: bob.identity)
+        try await bob.send(ByteBuffer(string: "hi alice"), to: alice.identity)
+        #expect(try await bob.events.first(Match.data) == "hi bob")
+        #expect(try await alice.events.first(Match.data) == "hi alice")
+        let kept = alice.node.peers.first?.direction
+        // The rule keeps the connection the lesser identity initiated.
+        let aliceIsLesser = alice.identity.bytes.lexicographicallyPrecedes(bob.identity.bytes)
+        #expect(kept == (aliceIsLesser ? .outbound : .inbound))
+        try await alice.stop()
+        try await bob.stop()
+    }
+
+    @Test("a cut link closes with CLOSE 4 and stays down; healed, the dialer reconnects at once")
+    func cutAndHeal() async throws {
+        let meshKey = MeshKey.generate()
+        let alice = try startNode("alice", meshKey: meshKey)
+        let aliceAddress = try await alice.address().peerAddress
+        let bob = try startNode("bob", meshKey: meshKey, peers: [aliceAddress])
+        try await eventually("connected") { alice.connectedPeers == [bob.identity] }
+
+        alice.node.cut(bob.identity)
+        bob.node.cut(alice.identity)
+        try await eventually("disconnected") { alice.connectedPeers.isEmpty && bob.connectedPeers.isEmpty }
+        let end = try await bob.events.first(Match.ended)
+        #expect(end.detail.contains("link cut") || end.detail.contains("cut"))
+        #expect(bob.node.peers.isEmpty)
+
+        // Healed: bob's dialer was waiting out its backoff; heal wakes it.
+        let healedAt = ContinuousClock.now
+        alice.node.heal(bob.identity)
+        bob.node.heal(alice.identity)
+        try await eventually(within: 5, "reconnected") {
+            alice.connectedPeers == [bob.identity] && bob.connectedPeers == [alice.identity]
+        }
+        #expect(ContinuousClock.now - healedAt < .seconds(3))
+        #expect(bob.node.peers.first?.origin == .configured)
+        #expect(alice.node.peers.first?.origin == .inbound)
+        try await alice.stop()
+        try await bob.stop()
+    }
+}

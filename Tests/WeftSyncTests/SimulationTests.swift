@@ -157,3 +157,38 @@ struct SimulationTests {
             + "\(result.receptionsPerOperation) receptions per operation and node, \(result.grafts) grafts")
     }
 }
+
+@Suite("Simulated mesh: spread")
+struct SpreadTests {
+    /// The spread figure, in miniature: 20 nodes, a random mesh of degree 3, messages
+    /// posted at random nodes, no loss. Plumtree's eager links settle into a tree after the
+    /// first few operations, so each node receives each operation about once.
+    @Test("each node receives each operation at most 1.2 times on average")
+    func receptions() async {
+        let (receptions, converged, operations) = await offThePool { () -> (Double, Bool, Int) in
+            var mesh = SimulatedMesh(nodeCount: 20, degree: 3, seed: 7, configuration: SyncConfiguration())
+            var creator = mesh.nodes[0].author
+            let others = Set(mesh.nodes.dropFirst().prefix(4).map(\.user))
+            let creation = creator.createConversation(with: others, in: mesh.nodes[0].store.replica, wallMilliseconds: SimulationRun.wallBase)
+            mesh.nodes[0].author = creator
+            mesh.write(0, creation, announce: true)
+            mesh.run(until: 1_000)
+            for step in 0..<500 {
+                let index = Int.random(in: 0..<5, using: &mesh.rng)
+                let op = mesh.nodes[index].author.write(
+                    SyncFixtures.text("message \(step)"), in: creation.operation.conversation,
+                    replica: mesh.nodes[index].store.replica, wallMilliseconds: SimulationRun.wallBase + mesh.now)
+                mesh.write(index, op)
+                mesh.run(until: mesh.now + 20)
+            }
+            mesh.run(until: mesh.now + 5_000)
+            let count = mesh.nodes[0].store.byID.count
+            let received = mesh.nodes.reduce(0) { $0 + $1.core.statistics.operationsReceived }
+            return (Double(received) / Double(count * 19), SimulationRun.converged(mesh), count)
+        }
+        #expect(converged)
+        #expect(operations == 501)
+        #expect(receptions <= 1.2, "\(receptions) receptions per operation and node")
+        print("spread: \(receptions) receptions per operation and node")
+    }
+}

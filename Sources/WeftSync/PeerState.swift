@@ -21,8 +21,9 @@ struct PeerState: Sendable {
     var suspectedForks: [ConversationID: DigestPair] = [:]
     /// Whole-log requests made, by the digests they were made at: never twice for the same pair.
     var wholeLogRequests: [ConversationID: DigestPair] = [:]
-    /// When each conversation's missing causes were last asked for.
-    var causeRequests: [ConversationID: UInt64] = [:]
+    /// Logs whose operations from this peer came back pending: asked for past this node's
+    /// heads at `due` unless the gap closed by itself (the causes were on their way).
+    var causeRequests: [ConversationID: CauseRequest] = [:]
     /// When the last reconciliation with this peer started.
     var lastReconciliation: UInt64
 
@@ -51,6 +52,12 @@ struct PeerState: Sendable {
         self.user = user
         self.known = RecentIDs(capacity: knownCapacity)
         self.lastReconciliation = now
+    }
+
+    struct CauseRequest: Hashable, Sendable {
+        var due: UInt64
+        /// The log's heads when the request was scheduled: no progress by `due` means ask.
+        var heads: VersionVector
     }
 
     struct DigestPair: Hashable, Sendable {

@@ -61,7 +61,7 @@ extension SyncCore {
             }
         }
 
-        if let source, outcome.pending > 0 { requestCauses(of: outcome.stored, from: source) }
+        if let source, outcome.pending > 0 { scheduleCauseRequests(for: outcome.stored, from: source) }
     }
 
     /// Credits released pending operations back to every peer's count (the store does not say
@@ -75,25 +75,32 @@ extension SyncCore {
         }
     }
 
-    /// Asks the peer whose operations came back pending for what lies past this node's heads
-    /// of their logs, at most once per graft timeout per log.
-    private mutating func requestCauses(of operations: [SignedOperation], from peer: PeerID) {
-        var gapped: Set<ConversationID> = []
-        var touched: Set<ConversationID> = []
-        for signed in operations {
-            let op = signed.operation
-            touched.insert(op.conversation)
-            if op.sequence > logs[op.conversation]?.heads[op.author] ?? 0 { gapped.insert(op.conversation) }
+    /// Schedules asking the peer whose operations came back pending for what lies past this
+    /// node's heads of their logs. The request waits a graft timeout: causes are often on
+    /// their way (along another link, or in the next message), and asking at once would bring
+    /// them twice.
+    private mutating func scheduleCauseRequests(for operations: [SignedOperation], from peer: PeerID) {
+        for conversation in Set(operations.map(\.operation.conversation)) where peers[peer]?.causeRequests[conversation] == nil {
+            peers[peer]?.causeRequests[conversation] = PeerState.CauseRequest(
+                due: now + configuration.graftTimeoutMilliseconds, heads: logs[conversation]?.heads ?? VersionVector())
         }
-        // Held past a gap in the author's chain, or (if none is) waiting on another author.
-        let conversations = gapped.isEmpty ? touched : gapped
-        var entries: [SyncMessage.Want.Entry] = []
-        for conversation in catchUpOrder(conversations) {
-            if let last = peers[peer]?.causeRequests[conversation], now < last + configuration.graftTimeoutMilliseconds { continue }
-            peers[peer]?.causeRequests[conversation] = now
-            entries.append(SyncMessage.Want.Entry(conversation: conversation, beyond: logs[conversation]?.heads ?? VersionVector()))
+    }
+
+    /// Sends the cause requests that are due, for logs that still hold operations past a gap
+    /// in an author's chain, or made no progress since (operations waiting on another author).
+    private mutating func requestOverdueCauses() {
+        for peer in peerOrder {
+            guard let requests = peers[peer]?.causeRequests, !requests.isEmpty else { continue }
+            var entries: [SyncMessage.Want.Entry] = []
+            for conversation in catchUpOrder(requests.keys) where requests[conversation]!.due <= now {
+                peers[peer]?.causeRequests[conversation] = nil
+                guard let log = logs[conversation] else { continue }
+                let contiguous = log.heads.entries.values.reduce(0, +)
+                guard UInt64(log.operationCount) > contiguous || log.heads == requests[conversation]!.heads else { continue }
+                entries.append(SyncMessage.Want.Entry(conversation: conversation, beyond: log.heads))
+            }
+            sendWants(entries, isGraft: false, to: peer)
         }
-        sendWants(entries, isGraft: false, to: peer)
     }
 
     // MARK: - Operations received
@@ -172,6 +179,7 @@ extension SyncCore {
     mutating func tick(_ nowMilliseconds: UInt64) {
         now = max(now, nowMilliseconds)
         requestOverdueAnnouncements()
+        requestOverdueCauses()
         for peer in peerOrder {
             guard let state = peers[peer], now >= state.lastReconciliation + configuration.antiEntropyIntervalMilliseconds else { continue }
             startReconciliation(with: peer)

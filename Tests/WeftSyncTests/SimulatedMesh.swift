@@ -46,6 +46,10 @@ struct SimulatedMesh {
     var now: UInt64 = 0
     var lossRate = 0.0
     var latency: ClosedRange<UInt64> = 1...30
+    /// Whether a connection delivers in order (as TCP does); if not, messages overtake.
+    var preservesOrder = false
+    /// Per connection (by receiving node and peer), when its last message arrives.
+    private var lastArrival: [Int: [PeerID: UInt64]] = [:]
     private var queue = EventQueue()
     private var nextPeer: PeerID = 1
     private(set) var messagesSent = 0
@@ -198,7 +202,12 @@ struct SimulatedMesh {
         messagesSent += 1
         bytesSent += payload.count
         guard !rng.chance(lossRate) else { return }
-        queue.push(time: now + UInt64.random(in: latency, using: &rng), .deliver(node: remote.node, peer: remote.peer, payload: payload))
+        var arrival = now + UInt64.random(in: latency, using: &rng)
+        if preservesOrder {
+            arrival = max(arrival, lastArrival[remote.node]?[remote.peer] ?? 0)
+            lastArrival[remote.node, default: [:]][remote.peer] = arrival
+        }
+        queue.push(time: arrival, .deliver(node: remote.node, peer: remote.peer, payload: payload))
     }
 }
 

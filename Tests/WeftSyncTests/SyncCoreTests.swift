@@ -149,9 +149,12 @@ struct SyncCoreBoundsTests {
         _ = h.receive(CoreHarness.pushed([h.ops[3], h.ops[4]]), from: 1)
         let outcome = h.store([h.ops[3], h.ops[4]], from: 1, pending: 2)
         let conversation = h.ops[0].operation.conversation
-        #expect(outcome.messages(to: 1).contains(.want(SyncMessage.Want(entries: [
+        // The causes are asked for once a graft timeout has passed without them.
+        #expect(outcome.messages(to: 1) == [.stored([h.ops[3].id, h.ops[4].id])])
+        #expect(h.core.handle(.tick(nowMilliseconds: 499)).isEmpty)
+        #expect(h.core.handle(.tick(nowMilliseconds: 500)).messages(to: 1) == [.want(SyncMessage.Want(entries: [
             SyncMessage.Want.Entry(conversation: conversation, beyond: VersionVector())
-        ]))))
+        ]))])
         #expect(h.core.peerKnowledge(1)?.pendingOperations == 2)
         let actions = h.receive(CoreHarness.pushed([h.ops[0], h.ops[6], h.ops[7]]), from: 1)
         #expect(actions.applied == [h.ops[0]])
@@ -162,6 +165,15 @@ struct SyncCoreBoundsTests {
         // The gap closes: heads jump past the pending operations and the count is released.
         _ = h.store([h.ops[0], h.ops[1], h.ops[2]], from: 1)
         #expect(h.core.peerKnowledge(1)?.pendingOperations == 0)
+    }
+
+    @Test("causes that arrive within the graft timeout are not asked for")
+    func causesOnTheirWay() throws {
+        var h = try CoreHarness()
+        _ = h.store([h.ops[0]], from: 1)
+        _ = h.store([h.ops[2]], from: 1, pending: 1)
+        _ = h.store([h.ops[1]], from: 2)
+        #expect(h.core.handle(.tick(nowMilliseconds: 1_000)).messages(to: 1).isEmpty)
     }
 
     @Test("a peer that is not writable never has more than the bound queued, and gets everything once writable")

@@ -144,7 +144,7 @@ let package = Package(
         ),
         .testTarget(
             name: "WeftSyncTests",
-            dependencies: ["WeftSync", "WeftWire", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: ["WeftSync", "WeftWire", "WeftModel", "WeftCrypto", .product(name: "NIOCore", package: "swift-nio")]
         ),
         .testTarget(
             name: "WeftNodeTests",

@@ -1,14 +1,19 @@
-/// The type byte of a sync message (SPEC.md §14.2). Replication assigns each type its body;
-/// the envelope carries bodies as they are.
+/// The type byte of a sync message (SPEC.md §14.2). Each type's body is in §14.3–§14.9.
 public enum SyncMessageType: UInt8, Hashable, Sendable, CaseIterable, CustomStringConvertible {
-    /// A summary of the operations the sender holds, for reconciliation.
+    /// Range-based set reconciliation (§14.3): the body belongs to the reconciler.
     case have = 0x01
-    /// Operations (or ranges of them) the sender asks for.
+    /// Per conversation, what the sender holds, asking for what lies beyond it (§14.5).
     case want = 0x02
-    /// Signed operations.
+    /// Signed operations (§14.6).
     case operations = 0x03
-    /// Operations the sender has stored (the acknowledgement that makes a message *sent*).
+    /// Operations the sender has stored (the acknowledgement that makes a message *sent*, §14.7).
     case stored = 0x04
+    /// Lazy push: operations the sender holds, announced by slot and identifier (§14.8).
+    case ihave = 0x05
+    /// "Stop eager-pushing to me" (§14.8).
+    case prune = 0x06
+    /// Each published log's digest: the simple reconciliation for small stores (§14.4).
+    case summary = 0x07
 
     public var description: String {
         switch self {
@@ -16,6 +21,9 @@ public enum SyncMessageType: UInt8, Hashable, Sendable, CaseIterable, CustomStri
         case .want: "WANT"
         case .operations: "OPERATIONS"
         case .stored: "STORED"
+        case .ihave: "IHAVE"
+        case .prune: "PRUNE"
+        case .summary: "SUMMARY"
         }
     }
 }

@@ -1,0 +1,92 @@
+import WeftModel
+
+/// What the sync core keeps about one connected peer: what it is known to hold, how to push
+/// to it (eager or lazy), and its outgoing queue while its channel is not writable.
+struct PeerState: Sendable {
+    let user: UserID
+
+    // MARK: Knowledge
+
+    /// Per conversation, the peer's known heads: it holds every operation of each author up
+    /// to that sequence (it told us in a WANT, sent them, acknowledged them, or we sent them).
+    var heads: [ConversationID: VersionVector] = [:]
+    /// Operations it holds past its known heads.
+    var known: RecentIDs
+    /// The digests of its last SUMMARY, kept to tell a fork (§14.4) from a gap.
+    var summaryDigests: [ConversationID: SetDigest] = [:]
+    /// SUMMARY parts received, until the final one.
+    var incomingSummary: [SyncMessage.Summary.Entry] = []
+    /// Logs whose digests differed while the peer's heads equalled ours: the next round asks
+    /// for the whole log. Valued by the (ours, theirs) digests at the time.
+    var suspectedForks: [ConversationID: DigestPair] = [:]
+    /// Whole-log requests made, by the digests they were made at: never twice for the same pair.
+    var wholeLogRequests: [ConversationID: DigestPair] = [:]
+    /// Logs whose operations from this peer came back pending: asked for past this node's
+    /// heads at `due` unless the gap closed by itself (the causes were on their way).
+    var causeRequests: [ConversationID: CauseRequest] = [:]
+    /// When the last reconciliation with this peer started.
+    var lastReconciliation: UInt64
+
+    // MARK: Push
+
+    /// Eager peers get new operations at once; lazy ones get IHAVE (Plumtree).
+    var isEager = true
+
+    // MARK: Pending bound
+
+    /// Operations taken from this peer that the store holds pending, and their bytes.
+    var pendingOperations = 0
+    var pendingBytes = 0
+
+    // MARK: Flow control
+
+    var isWritable = true
+    /// Messages waiting for the channel to become writable, oldest first.
+    var queue: [SyncMessage] = []
+    var queuedBytes = 0
+    /// Conversations with operations the peer was not sent (its queue was full, or it asked
+    /// while not writable): once writable, they are sent from the store past `heads`.
+    var behind: Set<ConversationID> = []
+
+    init(user: UserID, knownCapacity: Int, now: UInt64) {
+        self.user = user
+        self.known = RecentIDs(capacity: knownCapacity)
+        self.lastReconciliation = now
+    }
+
+    struct CauseRequest: Hashable, Sendable {
+        var due: UInt64
+        /// The log's heads when the request was scheduled: no progress by `due` means ask.
+        var heads: VersionVector
+    }
+
+    struct DigestPair: Hashable, Sendable {
+        var ours: SetDigest
+        var theirs: SetDigest
+    }
+
+    /// Whether the peer is known to hold `operation` (or another operation in its slot: a
+    /// fork is found by reconciliation, not here).
+    func holds(_ operation: SignedOperation) -> Bool {
+        let op = operation.operation
+        return heads[op.conversation]?[op.author] ?? 0 >= op.sequence || known.contains(operation.id)
+    }
+
+    /// Records that the peer holds `operation`.
+    mutating func record(_ operation: SignedOperation) {
+        let op = operation.operation
+        let head = heads[op.conversation]?[op.author] ?? 0
+        if op.sequence == head + 1 {
+            heads[op.conversation, default: VersionVector()].set(op.author, op.sequence)
+        } else if op.sequence > head {
+            known.insert(operation.id)
+        }
+    }
+
+    /// Records that the peer holds at least `vector` of a conversation.
+    mutating func record(_ vector: VersionVector, in conversation: ConversationID) {
+        heads[conversation, default: VersionVector()].formJoin(vector)
+    }
+
+    var isBehind: Bool { !behind.isEmpty }
+}

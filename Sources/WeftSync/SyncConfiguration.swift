@@ -1,0 +1,30 @@
+/// The sync core's bounds and timings (SPEC.md §14.10). Defaults are the protocol's; tests
+/// may shorten the timings.
+public struct SyncConfiguration: Sendable, Hashable {
+    /// Bytes of messages kept for a peer whose channel is not writable. Past it the peer is
+    /// *behind*: the core stops queueing its operations and later resends them from the store.
+    public var maxQueuedBytesPerPeer = 4 << 20
+    /// Pending operations (causes missing) a peer may make this node hold; past it, the
+    /// peer's operations that are not next in their author's chain are dropped.
+    public var maxPendingOperationsPerPeer = 10_000
+    /// The same bound in wire bytes.
+    public var maxPendingBytesPerPeer = 64 << 20
+    /// How long an announced operation (IHAVE) may take to arrive before the node asks the
+    /// announcer for it (GRAFT); also the least time between two requests for missing causes.
+    public var graftTimeoutMilliseconds: UInt64 = 500
+    /// How often the node reconciles with each connected peer again (anti-entropy), besides
+    /// on connect: the repair for lost messages.
+    public var antiEntropyIntervalMilliseconds: UInt64 = 30_000
+    /// Bodies are split before they pass this many bytes (one operation may exceed it).
+    public var messageBodySoftLimit = 256 << 10
+    /// Announced operations waiting to arrive, at most; more announcements are ignored.
+    public var maxMissingOperations = 100_000
+    /// Identifiers of recently received operations kept to spot duplicates before the store.
+    public var recentOperationCapacity = 32_768
+    /// Identifiers kept per peer of operations it holds past its known heads.
+    public var knownOperationCapacityPerPeer = 4_096
+    /// A peer's SUMMARY may list at most this many logs.
+    public var maxSummaryEntries = 1_000_000
+
+    public init() {}
+}

@@ -1,0 +1,122 @@
+import WeftModel
+
+// Flow control (SPEC.md §14.10): a peer whose channel is not writable gets its messages
+// queued, up to `maxQueuedBytesPerPeer`; past that it is *behind*: its pushes are not queued
+// but remembered by conversation, and sent from the store once it is writable again.
+
+extension SyncCore {
+    /// Sends `message` to `peer`, or queues it while the peer is not writable. Returns false if
+    /// the queue had no room (then nothing was sent, and the caller must not record it).
+    @discardableResult
+    mutating func send(_ message: SyncMessage, to peer: PeerID) -> Bool {
+        guard let state = peers[peer] else { return false }
+        if state.isWritable && state.queue.isEmpty {
+            output.append(.send(peer, message))
+            return true
+        }
+        let byteCount = message.encodedByteCount
+        guard state.queuedBytes + byteCount <= configuration.maxQueuedBytesPerPeer else {
+            statistics.messagesNotQueued += 1
+            return false
+        }
+        peers[peer]?.queue.append(message)
+        peers[peer]?.queuedBytes += byteCount
+        return true
+    }
+
+    /// Sends the peer the log's operations past `beyond` from the store, now if it is
+    /// writable and not behind, else once it is (then past its known heads at that time).
+    mutating func sendFromStore(_ conversation: ConversationID, to peer: PeerID, beyond: VersionVector) {
+        guard let state = peers[peer] else { return }
+        guard state.isWritable, !state.isBehind else {
+            peers[peer]?.record(beyond, in: conversation)
+            peers[peer]?.behind.insert(conversation)
+            return
+        }
+        output.append(.sendStored(peer, conversation, beyond: beyond))
+        // Counted as held from now on: if the operations are lost, anti-entropy finds out.
+        peers[peer]?.record(beyond, in: conversation)
+        if let own = logs[conversation]?.heads { peers[peer]?.record(own, in: conversation) }
+    }
+
+    mutating func setWritable(_ peer: PeerID, _ isWritable: Bool) {
+        guard peers[peer] != nil else { return }
+        peers[peer]?.isWritable = isWritable
+        guard isWritable, let state = peers[peer] else { return }
+        for message in state.queue { output.append(.send(peer, message)) }
+        peers[peer]?.queue = []
+        peers[peer]?.queuedBytes = 0
+        peers[peer]?.behind = []
+        for conversation in catchUpOrder(state.behind) {
+            sendFromStore(conversation, to: peer, beyond: state.heads[conversation] ?? VersionVector())
+        }
+    }
+
+    /// Conversations most recently active first (catch-up order, §14.10), then by identifier.
+    func catchUpOrder(_ conversations: some Collection<ConversationID>) -> [ConversationID] {
+        conversations.sorted { a, b in
+            let (ta, tb) = (logs[a]?.lastActivity.rawValue ?? 0, logs[b]?.lastActivity.rawValue ?? 0)
+            return ta != tb ? ta > tb : a < b
+        }
+    }
+
+    /// Sends each peer the pushes, announcements and acknowledgements the event gathered,
+    /// split into messages that fit.
+    mutating func flushOutgoing() {
+        guard !outgoing.isEmpty else { return }
+        let batches = outgoing
+        outgoing = [:]
+        for peer in batches.keys.sorted() {
+            guard let batch = batches[peer], peers[peer] != nil else { continue }
+            for chunk in split(batch.pushes, byteCount: SyncMessage.byteCount(of:)) {
+                pushOperations(chunk, to: peer)
+            }
+            let announcementsPerMessage = max(1, configuration.messageBodySoftLimit / SyncMessage.announcementByteCount)
+            for chunk in batch.announcements.chunked(min(announcementsPerMessage, SyncMessage.maxListCount)) {
+                if send(.ihave(chunk), to: peer) { statistics.operationsAnnounced += chunk.count }
+            }
+            let idsPerMessage = max(1, configuration.messageBodySoftLimit / OperationID.byteCount)
+            for chunk in batch.acknowledgements.chunked(min(idsPerMessage, SyncMessage.maxListCount)) {
+                send(.stored(chunk), to: peer)
+            }
+        }
+    }
+
+    private mutating func pushOperations(_ operations: [SignedOperation], to peer: PeerID) {
+        guard let state = peers[peer] else { return }
+        if !state.isBehind, send(.operations(SyncMessage.Operations(isPush: true, operations: operations)), to: peer) {
+            for operation in operations { peers[peer]?.record(operation) }
+            statistics.operationsPushed += operations.count
+        } else {
+            // Behind: these go from the store once the peer is writable again.
+            for operation in operations { peers[peer]?.behind.insert(operation.operation.conversation) }
+        }
+    }
+
+    /// Splits items into runs whose bytes stay under the soft limit (a run holds at least one
+    /// item) and whose count fits a list.
+    func split<T>(_ items: [T], byteCount: (T) -> Int) -> [[T]] {
+        var runs: [[T]] = []
+        var run: [T] = []
+        var runBytes = 0
+        for item in items {
+            let bytes = byteCount(item)
+            if !run.isEmpty, runBytes + bytes > configuration.messageBodySoftLimit || run.count == SyncMessage.maxListCount {
+                runs.append(run)
+                run = []
+                runBytes = 0
+            }
+            run.append(item)
+            runBytes += bytes
+        }
+        if !run.isEmpty { runs.append(run) }
+        return runs
+    }
+}
+
+extension Array {
+    /// Consecutive slices of at most `size` elements.
+    func chunked(_ size: Int) -> [[Element]] {
+        stride(from: 0, to: count, by: size).map { Array(self[$0..<Swift.min($0 + size, count)]) }
+    }
+}

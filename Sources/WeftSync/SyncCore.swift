@@ -1,0 +1,168 @@
+import WeftModel
+
+/// The replication core of one node (SPEC.md §14.10): events in, actions out. No sockets, no
+/// clock, no randomness: the driver feeds it socket events, store commits and timer ticks,
+/// and carries out its actions, so it runs the same over SwiftNIO and in a simulated network.
+///
+/// It keeps what each connected peer is known to hold and never sends a peer an operation it
+/// knows the peer has; pushes new operations along a spanning tree of eager links and
+/// announces them on the others (Plumtree); reconciles on connect and every anti-entropy
+/// interval; bounds what a peer can make it buffer or hold pending.
+public struct SyncCore: Sendable {
+    public let configuration: SyncConfiguration
+    public let localUser: UserID
+
+    /// Every log the store holds, published or not, as the store last reported it.
+    var logs: [ConversationID: LogSummary] = [:]
+    var peers: [PeerID: PeerState] = [:]
+    /// Per conversation, the highest heads any peer was known to hold: what `unsynced` counts.
+    var bestKnownHeads: [ConversationID: VersionVector] = [:]
+    /// Operations received lately (handed to the store, or stored): a second copy is a duplicate.
+    var recent: RecentIDs
+    /// Operations announced by IHAVE and not received yet.
+    var missing: [OperationID: MissingOperation] = [:]
+    /// The time of the last tick.
+    var now: UInt64 = 0
+    public internal(set) var statistics = SyncStatistics()
+
+    /// Actions of the event being handled, in order.
+    var output: [SyncAction] = []
+    /// Pushes, announcements and acknowledgements of the event being handled, per peer: sent
+    /// as one message of each kind per peer when the event is done.
+    var outgoing: [PeerID: OutgoingBatch] = [:]
+
+    /// A core for a node whose store holds `summaries` (from `Store.logSummaries()`), with no
+    /// peer connected: what a node builds at start, and after a restart.
+    public init(configuration: SyncConfiguration = SyncConfiguration(), localUser: UserID, summaries: [LogSummary]) {
+        self.configuration = configuration
+        self.localUser = localUser
+        self.recent = RecentIDs(capacity: configuration.recentOperationCapacity)
+        for summary in summaries { logs[summary.conversation] = summary }
+    }
+
+    /// Handles one event and returns the actions it calls for, in order.
+    public mutating func handle(_ event: SyncEvent) -> [SyncAction] {
+        switch event {
+        case .connected(let peer, let user):
+            peers[peer] = PeerState(user: user, knownCapacity: configuration.knownOperationCapacityPerPeer, now: now)
+            startReconciliation(with: peer)
+        case .disconnected(let peer):
+            peers[peer] = nil
+            outgoing[peer] = nil
+        case .received(let peer, let message):
+            guard peers[peer] != nil else { break }
+            receive(message, from: peer)
+        case .stored(let outcome):
+            stored(outcome)
+        case .writable(let peer, let isWritable):
+            setWritable(peer, isWritable)
+        case .tick(let nowMilliseconds):
+            tick(nowMilliseconds)
+        }
+        flushOutgoing()
+        defer { output = [] }
+        return output
+    }
+
+    private mutating func receive(_ message: SyncMessage, from peer: PeerID) {
+        switch message {
+        case .have, .summary:
+            handleReconciliationMessage(message, from: peer)
+        case .want(let want):
+            receiveWant(want, from: peer)
+        case .operations(let operations):
+            receiveOperations(operations, from: peer)
+        case .stored(let ids):
+            for id in ids { peers[peer]?.known.insert(id) }
+            output.append(.acknowledged(ids, by: peer))
+        case .ihave(let announcements):
+            receiveAnnouncements(announcements, from: peer)
+        case .prune:
+            peers[peer]?.isEager = false
+        }
+    }
+
+    // MARK: - Queries
+
+    /// How many operations of the log are known to exist on some peer but are not held here:
+    /// over the log's authors, the best head a peer was known to hold less this node's, where
+    /// positive. Known heads come from WANT, OPERATIONS and IHAVE (§14.10).
+    public func unsynced(_ conversation: ConversationID) -> Int {
+        guard let best = bestKnownHeads[conversation] else { return 0 }
+        let own = logs[conversation]?.heads ?? VersionVector()
+        var total: UInt64 = 0
+        for (author, sequence) in best.entries where sequence > own[author] { total += sequence - own[author] }
+        return Int(clamping: total)
+    }
+
+    /// What the core knows of a connected peer (for `weft peers`); nil for an unknown peer.
+    public func peerKnowledge(_ peer: PeerID) -> PeerKnowledge? {
+        guard let state = peers[peer] else { return nil }
+        return PeerKnowledge(
+            user: state.user, isEager: state.isEager, isWritable: state.isWritable, isBehind: state.isBehind,
+            queuedBytes: state.queuedBytes, pendingOperations: state.pendingOperations, heads: state.heads)
+    }
+
+    /// The connected peers, in order.
+    public var connectedPeers: [PeerID] { peerOrder }
+
+    /// The connected peers in a fixed order, so that the same events give the same actions.
+    var peerOrder: [PeerID] { peers.keys.sorted() }
+
+    /// The log summaries the core works from (as the store last reported them).
+    public func summary(of conversation: ConversationID) -> LogSummary? { logs[conversation] }
+}
+
+/// What the core knows of a connected peer.
+public struct PeerKnowledge: Sendable, Hashable {
+    public var user: UserID
+    /// Whether new operations are pushed to it (else announced).
+    public var isEager: Bool
+    public var isWritable: Bool
+    /// Whether operations wait to be resent to it from the store (its queue overflowed).
+    public var isBehind: Bool
+    public var queuedBytes: Int
+    /// Operations taken from it that the store holds pending.
+    public var pendingOperations: Int
+    /// Per conversation, the operations it is known to hold (per author, up to a sequence).
+    public var heads: [ConversationID: VersionVector]
+}
+
+/// Counters a node's tests and benchmarks read.
+public struct SyncStatistics: Sendable, Hashable {
+    /// Operations that arrived in OPERATIONS messages, duplicates included.
+    public var operationsReceived = 0
+    /// Arrivals of operations already held (seen by the core, or reported by the store).
+    public var duplicatesReceived = 0
+    /// Operations sent in pushed OPERATIONS.
+    public var operationsPushed = 0
+    /// Operations announced in IHAVE.
+    public var operationsAnnounced = 0
+    /// Announced operations asked for after the timeout (GRAFT).
+    public var grafts = 0
+    public var prunesSent = 0
+    /// Operations refused past the pending bound.
+    public var operationsDropped = 0
+    /// Messages not queued for a peer past its queue bound.
+    public var messagesNotQueued = 0
+    /// Reconciliation rounds started.
+    public var reconciliations = 0
+}
+
+/// An operation announced by IHAVE and not received yet.
+struct MissingOperation: Sendable {
+    var conversation: ConversationID
+    var author: UserID
+    var sequence: UInt64
+    /// Peers that announced it, in order; the first still connected is asked.
+    var announcers: [PeerID]
+    var deadline: UInt64
+    var requests = 0
+}
+
+/// What one event sends a peer besides its own messages.
+struct OutgoingBatch: Sendable {
+    var pushes: [SignedOperation] = []
+    var announcements: [SyncMessage.Announcement] = []
+    var acknowledgements: [OperationID] = []
+}

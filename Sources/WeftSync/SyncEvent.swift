@@ -1,0 +1,75 @@
+import WeftModel
+
+/// A connection to a peer, numbered by the driver. A peer that reconnects gets a new one.
+public typealias PeerID = UInt64
+
+/// What happens to a node, as the sync core sees it (SPEC.md §14.10). The driver turns
+/// socket events, store commits and its timer into these.
+public enum SyncEvent: Sendable {
+    /// A peer finished the handshake (§3) as `user`.
+    case connected(PeerID, user: UserID)
+    /// The connection to a peer ended (in any way).
+    case disconnected(PeerID)
+    /// A decoded DATA payload from a peer.
+    case received(PeerID, SyncMessage)
+    /// The store committed operations: received from a peer, or written locally.
+    case stored(StoreOutcome)
+    /// The peer's channel can (true) or cannot (false) take more bytes without buffering.
+    case writable(PeerID, Bool)
+    /// The periodic timer, with a monotonic time: drives announcement timeouts (GRAFT) and
+    /// anti-entropy rounds. Every few hundred milliseconds is enough.
+    case tick(nowMilliseconds: UInt64)
+}
+
+/// What the sync core asks the driver to do.
+public enum SyncAction: Sendable, Equatable {
+    /// Send this message to the peer (encode it into one DATA frame). The driver applies the
+    /// §13.3 removal rule (`Store.withheld`) to OPERATIONS before sending.
+    case send(PeerID, SyncMessage)
+    /// Verify and store these operations (`Mailbox.receive`), then report a `.stored` event.
+    case apply([SignedOperation], from: PeerID)
+    /// Read the held operations of the log above `beyond` from the store, in causal order,
+    /// and send them as OPERATIONS (not pushed) in messages that fit a DATA frame.
+    case sendStored(PeerID, ConversationID, beyond: VersionVector)
+    /// Read these operations from the store (those held) and send them as OPERATIONS.
+    case sendStoredOperations(PeerID, [OperationID])
+    /// The peer acknowledged storing these operations (STORED): a message of the local user
+    /// among them is now *sent*.
+    case acknowledged([OperationID], by: PeerID)
+    /// Operations from the peer refused before storing, beyond a bound; log the reason.
+    case dropped(PeerID, count: Int, reason: String)
+    /// The peer broke the protocol: close the connection (ERROR, then close).
+    case close(PeerID, reason: String)
+}
+
+/// What one store commit did, as the driver reports it in `.stored`.
+public struct StoreOutcome: Sendable {
+    /// The new summary of every log the commit touched.
+    public var summaries: [LogSummary]
+    /// Operations the commit stored for the first time (in any status), local or received.
+    public var stored: [SignedOperation]
+    /// Operations of the batch the store already held.
+    public var duplicates: Int
+    /// Operations of the batch that were stored pending (causes missing).
+    public var pending: Int
+    /// The wire bytes of those pending operations.
+    public var pendingByteCount: Int
+    /// Operations of the batch refused before storing (bad signature, timestamp too far
+    /// ahead): the core forgets it saw them, so the genuine operation is taken later.
+    public var refused: [OperationID]
+    /// The peer the operations came from; nil for the local user's.
+    public var source: PeerID?
+
+    public init(
+        summaries: [LogSummary], stored: [SignedOperation], duplicates: Int = 0, pending: Int = 0,
+        pendingByteCount: Int = 0, refused: [OperationID] = [], source: PeerID? = nil
+    ) {
+        self.summaries = summaries
+        self.stored = stored
+        self.duplicates = duplicates
+        self.pending = pending
+        self.pendingByteCount = pendingByteCount
+        self.refused = refused
+        self.source = source
+    }
+}

@@ -1,0 +1,306 @@
+import NIOCore
+import WeftBytes
+import WeftCrypto
+import WeftModel
+
+// The bodies of SPEC.md §14.3–§14.9, byte by byte. One switch writes, one reads, in the same
+// order of types. Integers are big-endian; lists are a u16 count then their items.
+
+extension SyncMessage {
+    /// Most items one list of a body may hold (its u16 count).
+    public static let maxListCount = Int(UInt16.max)
+    /// Bytes of one SUMMARY entry: conversation, digest, last activity.
+    public static let summaryEntryByteCount = ConversationID.byteCount + SetDigest.byteCount + 8
+    /// Bytes of one IHAVE entry: conversation, author, sequence, identifier.
+    public static let announcementByteCount = ConversationID.byteCount + PublicIdentity.byteCount + 8 + OperationID.byteCount
+    /// Bytes of one (author, sequence) pair of a WANT's heads.
+    public static let headByteCount = PublicIdentity.byteCount + 8
+
+    // MARK: - Writing
+
+    /// The DATA payload: type byte and body (§14.1).
+    ///
+    /// The caller keeps each list under `maxListCount` items and the body under
+    /// `SyncEnvelope.maxBodyByteCount` (the core splits its messages to fit); breaking that is
+    /// a bug, not bad input, and traps.
+    public func encode() -> [UInt8] { payload.readableBytesArray }
+
+    /// The DATA payload as a buffer.
+    public var payload: ByteBuffer {
+        var buffer = ByteBufferAllocator().buffer(capacity: encodedByteCount)
+        buffer.writeInteger(type.rawValue)
+        switch self {
+        case .have(let body):
+            buffer.writeImmutableBuffer(body)
+        case .summary(let summary):
+            buffer.writeInteger(summary.isFinal ? UInt8(1) : 0)
+            buffer.writeListCount(summary.entries.count)
+            for entry in summary.entries {
+                buffer.writeBytes(entry.conversation.bytes)
+                buffer.writeBytes(entry.digest.bytes)
+                buffer.writeInteger(entry.lastActivity.rawValue)
+            }
+        case .want(let want):
+            buffer.writeInteger(want.isGraft ? UInt8(1) : 0)
+            buffer.writeListCount(want.entries.count)
+            for entry in want.entries {
+                buffer.writeBytes(entry.conversation.bytes)
+                if let beyond = entry.beyond {
+                    buffer.writeInteger(UInt8(1))
+                    let heads = beyond.entries.sorted { $0.key < $1.key }
+                    buffer.writeListCount(heads.count)
+                    for (author, sequence) in heads {
+                        buffer.writeBytes(author.bytes)
+                        buffer.writeInteger(sequence)
+                    }
+                } else {
+                    buffer.writeInteger(UInt8(0))
+                }
+                buffer.writeListCount(entry.ids.count)
+                for id in entry.ids { buffer.writeBytes(id.bytes) }
+            }
+        case .operations(let operations):
+            buffer.writeInteger(operations.isPush ? UInt8(1) : 0)
+            buffer.writeListCount(operations.operations.count)
+            for operation in operations.operations {
+                buffer.writeInteger(UInt32(operation.encoding.count))
+                buffer.writeBytes(operation.encoding)
+                buffer.writeBytes(operation.signature)
+            }
+        case .stored(let ids):
+            buffer.writeListCount(ids.count)
+            for id in ids { buffer.writeBytes(id.bytes) }
+        case .ihave(let announcements):
+            buffer.writeListCount(announcements.count)
+            for announcement in announcements {
+                buffer.writeBytes(announcement.conversation.bytes)
+                buffer.writeBytes(announcement.author.bytes)
+                buffer.writeInteger(announcement.sequence)
+                buffer.writeBytes(announcement.id.bytes)
+            }
+        case .prune:
+            break
+        }
+        precondition(buffer.readableBytes - 1 <= SyncEnvelope.maxBodyByteCount, "a \(type) body over the DATA payload limit")
+        return buffer
+    }
+
+    /// The payload's length, computed without encoding: what flow control counts.
+    public var encodedByteCount: Int {
+        1 + {
+            switch self {
+            case .have(let body): body.readableBytes
+            case .summary(let summary): 3 + summary.entries.count * Self.summaryEntryByteCount
+            case .want(let want): 3 + want.entries.reduce(0) { $0 + Self.byteCount(of: $1) }
+            case .operations(let operations): 3 + operations.operations.reduce(0) { $0 + Self.byteCount(of: $1) }
+            case .stored(let ids): 2 + ids.count * OperationID.byteCount
+            case .ihave(let announcements): 2 + announcements.count * Self.announcementByteCount
+            case .prune: 0
+            }
+        }()
+    }
+
+    /// Bytes one operation takes in an OPERATIONS body (its §12.1 wire form).
+    public static func byteCount(of operation: SignedOperation) -> Int {
+        4 + operation.encoding.count + SignedOperation.signatureByteCount
+    }
+
+    /// Bytes one entry takes in a WANT body.
+    public static func byteCount(of entry: Want.Entry) -> Int {
+        ConversationID.byteCount + 1 + (entry.beyond.map { 2 + $0.entries.count * headByteCount } ?? 0)
+            + 2 + entry.ids.count * OperationID.byteCount
+    }
+
+    // MARK: - Reading
+
+    /// Reads one whole DATA payload (§14.1, then the body as its type says).
+    public init(payload: ByteBuffer) throws(SyncMessageError) {
+        try self.init(SyncEnvelope.read(from: payload))
+    }
+
+    /// Reads one whole DATA payload given as bytes.
+    public init(payload: [UInt8]) throws(SyncMessageError) {
+        try self.init(payload: ByteBuffer(bytes: payload))
+    }
+
+    /// Reads the body of an envelope.
+    public init(_ envelope: SyncEnvelope) throws(SyncMessageError) {
+        var reader = BodyReader(type: envelope.type, buffer: envelope.body)
+        switch envelope.type {
+        case .have:
+            self = .have(envelope.body)
+            return
+        case .summary:
+            let isFinal = try reader.flag()
+            let count = try reader.count(itemByteCount: Self.summaryEntryByteCount)
+            var entries: [Summary.Entry] = []
+            entries.reserveCapacity(count)
+            for _ in 0..<count {
+                let entry = Summary.Entry(
+                    conversation: try reader.conversation(), digest: try reader.digest(),
+                    lastActivity: HLCTimestamp(rawValue: try reader.integer(UInt64.self)))
+                if let last = entries.last, !(last.conversation < entry.conversation) {
+                    throw .invalidBody(.summary, "conversations not strictly ascending")
+                }
+                entries.append(entry)
+            }
+            self = .summary(Summary(isFinal: isFinal, entries: entries))
+        case .want:
+            let isGraft = try reader.flag()
+            let count = try reader.count(itemByteCount: ConversationID.byteCount + 3)
+            var entries: [Want.Entry] = []
+            entries.reserveCapacity(count)
+            var seen = Set<ConversationID>(minimumCapacity: count)
+            for _ in 0..<count {
+                let conversation = try reader.conversation()
+                guard seen.insert(conversation).inserted else {
+                    throw .invalidBody(.want, "conversation \(conversation) asked for twice")
+                }
+                var beyond: VersionVector?
+                if try reader.flag() {
+                    var heads = VersionVector()
+                    var previous: UserID?
+                    for _ in 0..<(try reader.count(itemByteCount: Self.headByteCount)) {
+                        let author = try reader.user()
+                        let sequence = try reader.integer(UInt64.self)
+                        if let previous, !(previous < author) { throw .invalidBody(.want, "heads not strictly ascending by author") }
+                        guard sequence > 0 else { throw .invalidBody(.want, "a head with sequence 0") }
+                        heads.set(author, sequence)
+                        previous = author
+                    }
+                    beyond = heads
+                }
+                let ids = try reader.ids()
+                guard beyond != nil || !ids.isEmpty else {
+                    throw .invalidBody(.want, "an entry for \(conversation) asks for nothing")
+                }
+                entries.append(Want.Entry(conversation: conversation, beyond: beyond, ids: ids))
+            }
+            self = .want(Want(isGraft: isGraft, entries: entries))
+        case .operations:
+            let isPush = try reader.flag()
+            let count = try reader.count(itemByteCount: 4 + SignedOperation.signatureByteCount)
+            guard count > 0 else { throw .invalidBody(.operations, "no operations") }
+            var operations: [SignedOperation] = []
+            operations.reserveCapacity(count)
+            for index in 0..<count { operations.append(try reader.operation(index: index)) }
+            self = .operations(Operations(isPush: isPush, operations: operations))
+        case .stored:
+            let count = try reader.count(itemByteCount: OperationID.byteCount)
+            guard count > 0 else { throw .invalidBody(.stored, "no identifiers") }
+            var ids: [OperationID] = []
+            ids.reserveCapacity(count)
+            for _ in 0..<count { ids.append(try reader.id()) }
+            self = .stored(ids)
+        case .ihave:
+            let count = try reader.count(itemByteCount: Self.announcementByteCount)
+            guard count > 0 else { throw .invalidBody(.ihave, "no announcements") }
+            var announcements: [Announcement] = []
+            announcements.reserveCapacity(count)
+            for _ in 0..<count {
+                let announcement = Announcement(
+                    conversation: try reader.conversation(), author: try reader.user(),
+                    sequence: try reader.integer(UInt64.self), id: try reader.id())
+                guard announcement.sequence > 0 else { throw .invalidBody(.ihave, "an announcement with sequence 0") }
+                announcements.append(announcement)
+            }
+            self = .ihave(announcements)
+        case .prune:
+            self = .prune
+        }
+        try reader.expectEnd()
+    }
+}
+
+// MARK: - Primitives
+
+extension ByteBuffer {
+    fileprivate mutating func writeListCount(_ count: Int) {
+        guard let count = UInt16(exactly: count) else { preconditionFailure("a list of \(count) items in a sync message") }
+        writeInteger(count)
+    }
+}
+
+/// Reads a body's fields, turning every shortfall into `.truncated` and every bad value into
+/// the message type's error.
+private struct BodyReader {
+    let type: SyncMessageType
+    var buffer: ByteBuffer
+
+    mutating func integer<T: FixedWidthInteger>(_: T.Type) throws(SyncMessageError) -> T {
+        guard let value = buffer.readInteger(as: T.self) else { throw .truncated(type) }
+        return value
+    }
+
+    mutating func bytes(_ count: Int) throws(SyncMessageError) -> [UInt8] {
+        guard let bytes = buffer.readBytes(length: count) else { throw .truncated(type) }
+        return bytes
+    }
+
+    /// A flags byte with only bit 0 defined.
+    mutating func flag() throws(SyncMessageError) -> Bool {
+        switch try integer(UInt8.self) {
+        case 0: return false
+        case 1: return true
+        case let other: throw .invalidBody(type, "flags 0x\(String(other, radix: 16)) (only 0 and 1 are defined)")
+        }
+    }
+
+    /// A list count, checked against the bytes left: `count` items of at least
+    /// `itemByteCount` bytes each must fit before anything is allocated for them.
+    mutating func count(itemByteCount: Int) throws(SyncMessageError) -> Int {
+        let count = Int(try integer(UInt16.self))
+        guard count * itemByteCount <= buffer.readableBytes else { throw .truncated(type) }
+        return count
+    }
+
+    mutating func conversation() throws(SyncMessageError) -> ConversationID {
+        ConversationID(bytes: try bytes(ConversationID.byteCount))!
+    }
+
+    mutating func id() throws(SyncMessageError) -> OperationID {
+        OperationID(bytes: try bytes(OperationID.byteCount))!
+    }
+
+    /// An author key, taken as it is (a signature check refuses a key that is no point).
+    mutating func user() throws(SyncMessageError) -> UserID {
+        PublicIdentity(unvalidatedBytes: try bytes(PublicIdentity.byteCount))
+    }
+
+    mutating func digest() throws(SyncMessageError) -> SetDigest {
+        SetDigest(bytes: try bytes(SetDigest.byteCount))!
+    }
+
+    /// A list of identifiers, strictly ascending.
+    mutating func ids() throws(SyncMessageError) -> [OperationID] {
+        let count = try count(itemByteCount: OperationID.byteCount)
+        var ids: [OperationID] = []
+        ids.reserveCapacity(count)
+        for _ in 0..<count {
+            let id = try id()
+            if let last = ids.last, !(last < id) { throw .invalidBody(type, "identifiers not strictly ascending") }
+            ids.append(id)
+        }
+        return ids
+    }
+
+    /// One §12.1 wire form: `u32 length || encoding || signature (64)`.
+    mutating func operation(index: Int) throws(SyncMessageError) -> SignedOperation {
+        let length = Int(try integer(UInt32.self))
+        guard length <= Operation.maxByteCount else {
+            throw .invalidOperation(index: index, "an encoding of \(length) bytes is over the limit of \(Operation.maxByteCount)")
+        }
+        guard buffer.readableBytes >= length + SignedOperation.signatureByteCount else { throw .truncated(type) }
+        buffer.moveReaderIndex(to: buffer.readerIndex - 4)
+        let wire = try bytes(4 + length + SignedOperation.signatureByteCount)
+        do {
+            return try SignedOperation(wireBytes: wire)
+        } catch {
+            throw .invalidOperation(index: index, error.description)
+        }
+    }
+
+    func expectEnd() throws(SyncMessageError) {
+        guard buffer.readableBytes == 0 else { throw .trailingBytes(type, buffer.readableBytes) }
+    }
+}

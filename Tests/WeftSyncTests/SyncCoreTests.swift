@@ -1,0 +1,262 @@
+import Testing
+import WeftCrypto
+import WeftModel
+@testable import WeftSync
+
+/// Helpers that read a core's actions.
+extension Array where Element == SyncAction {
+    /// Messages sent to `peer`, in order.
+    func messages(to peer: PeerID) -> [SyncMessage] {
+        compactMap { if case .send(peer, let message) = $0 { message } else { nil } }
+    }
+
+    /// Operations pushed to `peer`.
+    func pushes(to peer: PeerID) -> [SignedOperation] {
+        messages(to: peer).flatMap { message -> [SignedOperation] in
+            if case .operations(let ops) = message, ops.isPush { ops.operations } else { [] }
+        }
+    }
+
+    func announcements(to peer: PeerID) -> [SyncMessage.Announcement] {
+        messages(to: peer).flatMap { message -> [SyncMessage.Announcement] in
+            if case .ihave(let list) = message { list } else { [] }
+        }
+    }
+
+    var applied: [SignedOperation] {
+        flatMap { action -> [SignedOperation] in if case .apply(let ops, _) = action { ops } else { [] } }
+    }
+}
+
+/// A core and the operations of one conversation, with helpers that play the store.
+struct CoreHarness {
+    var core: SyncCore
+    let ops: [SignedOperation]
+    var held: [SignedOperation] = []
+
+    init(messages: Int = 5, configuration: SyncConfiguration = SyncConfiguration(), peers: [PeerID] = [1, 2, 3]) throws {
+        ops = try SyncFixtures.conversation(messages: messages)
+        core = SyncCore(configuration: configuration, localUser: SyncFixtures.users[30], summaries: [])
+        for peer in peers { _ = core.handle(.connected(peer, user: SyncFixtures.users[Int(peer)])) }
+    }
+
+    /// The store committed `new` (from `source`, nil for local), with `pending` of them pending.
+    mutating func store(_ new: [SignedOperation], from source: PeerID? = nil, pending: Int = 0, isPublished: Bool = true) -> [SyncAction] {
+        held += new
+        return core.handle(.stored(StoreOutcome(
+            summaries: [SyncFixtures.summary(of: held, isPublished: isPublished)], stored: new, pending: pending,
+            pendingByteCount: new.reduce(0) { $0 + SyncMessage.byteCount(of: $1) } * pending / Swift.max(1, new.count), source: source)))
+    }
+
+    mutating func receive(_ message: SyncMessage, from peer: PeerID) -> [SyncAction] {
+        core.handle(.received(peer, message))
+    }
+
+    static func pushed(_ ops: [SignedOperation]) -> SyncMessage { .operations(SyncMessage.Operations(isPush: true, operations: ops)) }
+}
+
+@Suite("SyncCore: push, knowledge, Plumtree")
+struct SyncCorePushTests {
+    @Test("a received operation goes once to every peer but its source, which gets STORED")
+    func forwardOnce() throws {
+        var h = try CoreHarness()
+        let applied = h.receive(CoreHarness.pushed([h.ops[0]]), from: 1)
+        #expect(applied.applied == [h.ops[0]])
+        let actions = h.store([h.ops[0]], from: 1)
+        #expect(actions.pushes(to: 1).isEmpty)
+        #expect(actions.pushes(to: 2) == [h.ops[0]])
+        #expect(actions.pushes(to: 3) == [h.ops[0]])
+        #expect(actions.messages(to: 1) == [.stored([h.ops[0].id])])
+    }
+
+    @Test("an operation a peer is known to hold is never sent to it")
+    func neverToAHolder() throws {
+        var h = try CoreHarness()
+        // Peer 2 said in a WANT that it holds the first three; peer 3 announced the fourth.
+        var heads = VersionVector()
+        heads.set(SyncFixtures.users[0], 3)
+        _ = h.store([h.ops[0]])  // publish the log here: the WANT is answered
+        _ = h.receive(.want(SyncMessage.Want(entries: [SyncMessage.Want.Entry(conversation: h.ops[0].operation.conversation, beyond: heads)])), from: 2)
+        _ = h.receive(.ihave([SyncMessage.Announcement(h.ops[3])]), from: 3)
+        let actions = h.store(Array(h.ops[1...4]))
+        #expect(actions.pushes(to: 1) == Array(h.ops[1...4]))
+        #expect(actions.pushes(to: 2) == [h.ops[3], h.ops[4]])
+        #expect(actions.pushes(to: 3) == [h.ops[1], h.ops[2], h.ops[4]])
+        // Nothing goes twice: storing more pushes only the new one.
+        let next = h.store([h.ops[5]])
+        for peer: PeerID in [1, 2, 3] { #expect(next.pushes(to: peer) == [h.ops[5]]) }
+    }
+
+    @Test("a pushed duplicate makes the peer lazy with PRUNE; lazy peers get IHAVE; PRUNE received does the same")
+    func prune() throws {
+        var h = try CoreHarness()
+        _ = h.receive(CoreHarness.pushed([h.ops[0]]), from: 1)
+        _ = h.store([h.ops[0]], from: 1)
+        let duplicate = h.receive(CoreHarness.pushed([h.ops[0]]), from: 2)
+        #expect(duplicate.applied.isEmpty)
+        #expect(duplicate.messages(to: 2) == [.prune, .stored([h.ops[0].id])])
+        #expect(h.core.peerKnowledge(2)?.isEager == false)
+        #expect(h.core.statistics.duplicatesReceived == 1)
+        _ = h.receive(.prune, from: 3)
+        #expect(h.core.peerKnowledge(3)?.isEager == false)
+
+        let actions = h.store([h.ops[1]])
+        #expect(actions.pushes(to: 1) == [h.ops[1]])
+        #expect(actions.pushes(to: 2).isEmpty)
+        #expect(actions.announcements(to: 2) == [SyncMessage.Announcement(h.ops[1])])
+        #expect(actions.announcements(to: 3) == [SyncMessage.Announcement(h.ops[1])])
+        // An operation asked for (not pushed) that is held is no reason to prune.
+        _ = h.receive(.operations(SyncMessage.Operations(isPush: false, operations: [h.ops[1]])), from: 1)
+        #expect(h.core.peerKnowledge(1)?.isEager == true)
+    }
+
+    @Test("an announced operation that does not arrive is asked for after the timeout (GRAFT), and the link is eager again")
+    func graft() throws {
+        var h = try CoreHarness()
+        _ = h.receive(.prune, from: 2)
+        _ = h.core.handle(.tick(nowMilliseconds: 1_000))
+        _ = h.receive(.ihave([SyncMessage.Announcement(h.ops[0]), SyncMessage.Announcement(h.ops[1])]), from: 2)
+        // ops[1] arrives in time from peer 1; ops[0] does not.
+        _ = h.receive(CoreHarness.pushed([h.ops[1]]), from: 1)
+        #expect(h.core.handle(.tick(nowMilliseconds: 1_400)).isEmpty)
+        let actions = h.core.handle(.tick(nowMilliseconds: 1_500))
+        let conversation = h.ops[0].operation.conversation
+        #expect(actions.messages(to: 2) == [.want(SyncMessage.Want(isGraft: true, entries: [
+            SyncMessage.Want.Entry(conversation: conversation, beyond: nil, ids: [h.ops[0].id])
+        ]))])
+        #expect(h.core.peerKnowledge(2)?.isEager == true)
+        #expect(h.core.statistics.grafts == 1)
+
+        // The other side: a grafting WANT makes that peer eager and is answered from the store.
+        _ = h.receive(.prune, from: 3)
+        _ = h.store([h.ops[0]])
+        let answer = h.receive(.want(SyncMessage.Want(isGraft: true, entries: [
+            SyncMessage.Want.Entry(conversation: conversation, beyond: nil, ids: [h.ops[0].id])
+        ])), from: 3)
+        #expect(answer == [.sendStoredOperations(3, [h.ops[0].id])])
+        #expect(h.core.peerKnowledge(3)?.isEager == true)
+    }
+}
+
+@Suite("SyncCore: bounds, publication, catch-up")
+struct SyncCoreBoundsTests {
+    @Test("past the pending bound a peer's out-of-chain operations are dropped; the next in chain is taken; causes are asked for")
+    func pendingBound() throws {
+        var configuration = SyncConfiguration()
+        configuration.maxPendingOperationsPerPeer = 2
+        var h = try CoreHarness(messages: 8, configuration: configuration)
+        // Operations 3 and 4 (sequences 4, 5) arrive without 0...2: they are pending.
+        _ = h.receive(CoreHarness.pushed([h.ops[3], h.ops[4]]), from: 1)
+        let outcome = h.store([h.ops[3], h.ops[4]], from: 1, pending: 2)
+        let conversation = h.ops[0].operation.conversation
+        // The causes are asked for once a graft timeout has passed without them.
+        #expect(outcome.messages(to: 1) == [.stored([h.ops[3].id, h.ops[4].id])])
+        #expect(h.core.handle(.tick(nowMilliseconds: 499)).isEmpty)
+        #expect(h.core.handle(.tick(nowMilliseconds: 500)).messages(to: 1) == [.want(SyncMessage.Want(entries: [
+            SyncMessage.Want.Entry(conversation: conversation, beyond: VersionVector())
+        ]))])
+        #expect(h.core.peerKnowledge(1)?.pendingOperations == 2)
+        let actions = h.receive(CoreHarness.pushed([h.ops[0], h.ops[6], h.ops[7]]), from: 1)
+        #expect(actions.applied == [h.ops[0]])
+        #expect(actions.contains { if case .dropped(1, count: 2, _) = $0 { true } else { false } })
+        #expect(h.core.statistics.operationsDropped == 2)
+        // Another peer is not bound by peer 1's count.
+        #expect(h.receive(CoreHarness.pushed([h.ops[6]]), from: 2).applied == [h.ops[6]])
+        // The gap closes: heads jump past the pending operations and the count is released.
+        _ = h.store([h.ops[0], h.ops[1], h.ops[2]], from: 1)
+        #expect(h.core.peerKnowledge(1)?.pendingOperations == 0)
+    }
+
+    @Test("causes that arrive within the graft timeout are not asked for")
+    func causesOnTheirWay() throws {
+        var h = try CoreHarness()
+        _ = h.store([h.ops[0]], from: 1)
+        _ = h.store([h.ops[2]], from: 1, pending: 1)
+        _ = h.store([h.ops[1]], from: 2)
+        #expect(h.core.handle(.tick(nowMilliseconds: 1_000)).messages(to: 1).isEmpty)
+    }
+
+    @Test("a peer that is not writable never has more than the bound queued, and gets everything once writable")
+    func flowControl() throws {
+        var configuration = SyncConfiguration()
+        configuration.maxQueuedBytesPerPeer = 1_500
+        var h = try CoreHarness(messages: 40, configuration: configuration, peers: [1])
+        _ = h.core.handle(.writable(1, false))
+        var sent: [SyncMessage] = []
+        for op in h.ops {
+            let actions = h.store([op])
+            sent += actions.messages(to: 1)
+            #expect(h.core.peerKnowledge(1)!.queuedBytes <= 1_500)
+        }
+        #expect(sent.isEmpty)
+        #expect(h.core.peerKnowledge(1)?.isBehind == true)
+        let resumed = h.core.handle(.writable(1, true))
+        // What the driver does: send the queue, then read the store for `sendStored`.
+        var delivered = Set(resumed.pushes(to: 1).map(\.id))
+        for action in resumed {
+            if case .sendStored(1, _, let beyond) = action {
+                for op in h.held where op.operation.sequence > beyond[op.operation.author] { delivered.insert(op.id) }
+            }
+        }
+        #expect(delivered == Set(h.ops.map(\.id)))
+        #expect(h.core.peerKnowledge(1)?.queuedBytes == 0)
+        #expect(h.core.peerKnowledge(1)?.isBehind == false)
+        // Caught up: the next operation is pushed at once.
+        let more = try SyncFixtures.conversation(messages: 0, author: 3)
+        #expect(h.core.handle(.stored(StoreOutcome(summaries: [SyncFixtures.summary(of: more)], stored: more))).pushes(to: 1) == more)
+    }
+
+    @Test("an unpublished log is neither pushed, summarised nor served; once published, all of it goes to every peer")
+    func publication() throws {
+        var h = try CoreHarness(peers: [1, 2])
+        let conversation = h.ops[0].operation.conversation
+        #expect(h.store([h.ops[0], h.ops[1]], isPublished: false).isEmpty)
+        let served = h.receive(.want(SyncMessage.Want(entries: [SyncMessage.Want.Entry(conversation: conversation, beyond: VersionVector())])), from: 1)
+        #expect(served.isEmpty)
+        let published = h.store([h.ops[2]])
+        #expect(published.pushes(to: 1).isEmpty)
+        #expect(published.contains(.sendStored(1, conversation, beyond: VersionVector())))
+        #expect(published.contains(.sendStored(2, conversation, beyond: VersionVector())))
+    }
+
+    @Test("unpublished logs are left out of SUMMARY")
+    func summaryLeavesOutUnpublished() throws {
+        let published = try SyncFixtures.conversation(messages: 1)
+        let local = try SyncFixtures.conversation(messages: 0, author: 2)
+        var core = SyncCore(localUser: SyncFixtures.users[0], summaries: [
+            SyncFixtures.summary(of: published), SyncFixtures.summary(of: local, isPublished: false),
+        ])
+        let actions = core.handle(.connected(7, user: SyncFixtures.users[1]))
+        let summary = SyncFixtures.summary(of: published)
+        #expect(actions.messages(to: 7) == [.summary(SyncMessage.Summary(isFinal: true, entries: [
+            SyncMessage.Summary.Entry(conversation: summary.conversation, digest: summary.digest, lastActivity: summary.lastActivity)
+        ]))])
+    }
+
+    @Test("a SUMMARY's differing logs are asked for most recently active first; unsynced counts what peers hold beyond")
+    func catchUpOrder() throws {
+        let logs = try (0..<3).map { try SyncFixtures.conversation(messages: 2, author: $0, startingAt: 1_000 * UInt64($0 + 1)) }
+        var core = SyncCore(localUser: SyncFixtures.users[9], summaries: [SyncFixtures.summary(of: Array(logs[1][0...1]))])
+        _ = core.handle(.connected(1, user: SyncFixtures.users[1]))
+        // The peer holds all three; its summary lists them by conversation identifier.
+        let entries = logs.map { SyncFixtures.summary(of: $0) }.sorted { $0.conversation < $1.conversation }.map {
+            SyncMessage.Summary.Entry(conversation: $0.conversation, digest: $0.digest, lastActivity: $0.lastActivity)
+        }
+        let actions = core.handle(.received(1, .summary(SyncMessage.Summary(isFinal: true, entries: entries))))
+        guard case .want(let want)? = actions.messages(to: 1).first else {
+            Issue.record("no WANT: \(actions)")
+            return
+        }
+        #expect(want.entries.map(\.conversation) == [2, 1, 0].map { logs[$0][0].operation.conversation })
+        var own = VersionVector()
+        own.set(SyncFixtures.users[1], 2)
+        #expect(want.entries[1].beyond == own)
+        // The peer's WANT tells its heads: 3 of author 1, one more than held here.
+        var theirs = VersionVector()
+        theirs.set(SyncFixtures.users[1], 3)
+        let conversation = logs[1][0].operation.conversation
+        _ = core.handle(.received(1, .want(SyncMessage.Want(entries: [SyncMessage.Want.Entry(conversation: conversation, beyond: theirs)]))))
+        #expect(core.unsynced(conversation) == 1)
+        #expect(core.unsynced(logs[0][0].operation.conversation) == 0)
+    }
+}

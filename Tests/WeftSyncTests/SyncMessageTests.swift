@@ -1,0 +1,197 @@
+import Foundation
+import NIOCore
+import Testing
+import WeftCrypto
+import WeftModel
+@testable import WeftSync
+
+/// `Protocol/vectors/sync-messages.json` (SPEC.md §14.2–§14.8), checked in both directions.
+struct SyncMessageVectors: Decodable, Sendable {
+    struct Head: Decodable, Sendable { var author: String; var sequence: String }
+    struct WantEntry: Decodable, Sendable { var conversation: String; var heads: [Head]?; var ids: [String] }
+    struct SummaryEntry: Decodable, Sendable { var conversation: String; var digest: String; var lastActivity: String }
+    struct Announcement: Decodable, Sendable { var conversation: String; var author: String; var sequence: String; var id: String }
+    struct Fields: Decodable, Sendable {
+        var final: Bool?
+        var graft: Bool?
+        var pushed: Bool?
+        var entries: [SummaryEntryOrWant]?
+        var operations: [String]?
+        var ids: [String]?
+        var announcements: [Announcement]?
+    }
+    /// SUMMARY and WANT both name their list `entries`.
+    struct SummaryEntryOrWant: Decodable, Sendable {
+        var conversation: String
+        var digest: String?
+        var lastActivity: String?
+        var heads: [Head]??
+        var ids: [String]?
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            conversation = try container.decode(String.self, forKey: .conversation)
+            digest = try container.decodeIfPresent(String.self, forKey: .digest)
+            lastActivity = try container.decodeIfPresent(String.self, forKey: .lastActivity)
+            ids = try container.decodeIfPresent([String].self, forKey: .ids)
+            // Present as null means "no heads"; absent means a SUMMARY entry.
+            heads = container.contains(.heads) ? .some(try container.decodeIfPresent([Head].self, forKey: .heads)) : .none
+        }
+
+        enum CodingKeys: String, CodingKey { case conversation, digest, lastActivity, heads, ids }
+    }
+    struct Message: Decodable, Sendable, CustomTestStringConvertible {
+        var description: String
+        var type: String
+        var typeByte: UInt8
+        var hex: String
+        var fields: Fields
+        var testDescription: String { description }
+    }
+    struct Invalid: Decodable, Sendable, CustomTestStringConvertible {
+        var description: String
+        var hex: String
+        var error: String
+        var errorCode: UInt16
+        var testDescription: String { description }
+    }
+
+    var messages: [Message]
+    var invalid: [Invalid]
+
+    static func load() throws -> SyncMessageVectors {
+        let url = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Protocol/vectors/sync-messages.json")
+        return try JSONDecoder().decode(Self.self, from: Data(contentsOf: url))
+    }
+}
+
+extension SyncMessageVectors.Message {
+    /// The message the vector's fields describe, built without the codec.
+    func message() throws -> SyncMessage {
+        func conversation(_ hex: String) -> ConversationID { ConversationID(bytes: bytes(hex))! }
+        func id(_ hex: String) -> OperationID { OperationID(bytes: bytes(hex))! }
+        func user(_ hex: String) -> UserID { PublicIdentity(unvalidatedBytes: bytes(hex)) }
+        switch type {
+        case "SUMMARY":
+            return .summary(SyncMessage.Summary(isFinal: fields.final!, entries: fields.entries!.map {
+                SyncMessage.Summary.Entry(
+                    conversation: conversation($0.conversation), digest: SetDigest(bytes: bytes($0.digest!))!,
+                    lastActivity: HLCTimestamp(rawValue: UInt64($0.lastActivity!)!))
+            }))
+        case "WANT":
+            return .want(SyncMessage.Want(isGraft: fields.graft!, entries: fields.entries!.map { entry in
+                var beyond: VersionVector?
+                if let heads = entry.heads!.flatMap({ $0 }) {
+                    var vector = VersionVector()
+                    for head in heads { vector.set(user(head.author), UInt64(head.sequence)!) }
+                    beyond = vector
+                }
+                return SyncMessage.Want.Entry(conversation: conversation(entry.conversation), beyond: beyond, ids: entry.ids!.map(id))
+            }))
+        case "OPERATIONS":
+            return .operations(SyncMessage.Operations(
+                isPush: fields.pushed!, operations: try fields.operations!.map { try SignedOperation(wireBytes: bytes($0)) }))
+        case "STORED":
+            return .stored(fields.ids!.map(id))
+        case "IHAVE":
+            return .ihave(fields.announcements!.map {
+                SyncMessage.Announcement(
+                    conversation: conversation($0.conversation), author: user($0.author), sequence: UInt64($0.sequence)!, id: id($0.id))
+            })
+        case "PRUNE":
+            return .prune
+        default:
+            Issue.record("unknown type \(type)")
+            return .prune
+        }
+    }
+}
+
+@Suite("Protocol vectors: sync message bodies (SPEC.md §14.2–§14.8)")
+struct SyncMessageVectorTests {
+    @Test("encoding the vector's fields gives its bytes", arguments: try SyncMessageVectors.load().messages)
+    func encode(_ vector: SyncMessageVectors.Message) throws {
+        let message = try vector.message()
+        #expect(message.type.description == vector.type)
+        #expect(message.type.rawValue == vector.typeByte)
+        #expect(message.encode() == bytes(vector.hex))
+        #expect(message.encodedByteCount == bytes(vector.hex).count)
+    }
+
+    @Test("the vector's bytes decode to its fields", arguments: try SyncMessageVectors.load().messages)
+    func decode(_ vector: SyncMessageVectors.Message) throws {
+        #expect(try SyncMessage(payload: bytes(vector.hex)) == vector.message())
+    }
+
+    @Test("every proper prefix of a vector is refused, never trapping", arguments: try SyncMessageVectors.load().messages)
+    func prefixes(_ vector: SyncMessageVectors.Message) throws {
+        let payload = bytes(vector.hex)
+        for length in 0..<payload.count {
+            #expect(throws: SyncMessageError.self) { try SyncMessage(payload: Array(payload[..<length])) }
+        }
+    }
+
+    @Test("invalid bodies are refused with the vector's error and ERROR code", arguments: try SyncMessageVectors.load().invalid)
+    func invalid(_ vector: SyncMessageVectors.Invalid) throws {
+        do {
+            let message = try SyncMessage(payload: bytes(vector.hex))
+            Issue.record("decoded \(message)")
+        } catch {
+            #expect(error.vectorName == vector.error, "\(error)")
+            #expect(error.code.rawValue == vector.errorCode)
+        }
+    }
+
+    @Test("every type but HAVE is in the vectors")
+    func everyTypeCovered() throws {
+        let covered = Set(try SyncMessageVectors.load().messages.map(\.typeByte))
+        #expect(covered == Set(SyncMessageType.allCases.filter { $0 != .have }.map(\.rawValue)))
+    }
+}
+
+@Suite("Sync messages: round trips")
+struct SyncMessageRoundTripTests {
+    @Test("built messages survive encode and decode; HAVE's body is carried unread")
+    func roundTrips() throws {
+        let ops = try SyncFixtures.conversation(messages: 3)
+        let conversation = ops[0].operation.conversation
+        var heads = VersionVector()
+        heads.set(SyncFixtures.users[0], 4)
+        heads.set(SyncFixtures.users[1], 9)
+        let messages: [SyncMessage] = [
+            .have(ByteBuffer(bytes: [1, 2, 3])),
+            .summary(SyncMessage.Summary(isFinal: true, entries: [
+                SyncMessage.Summary.Entry(conversation: conversation, digest: SetDigest(ops.map(\.id)), lastActivity: ops[3].operation.timestamp)
+            ])),
+            .want(SyncMessage.Want(isGraft: true, entries: [
+                SyncMessage.Want.Entry(conversation: conversation, beyond: heads, ids: ops.map(\.id).sorted())
+            ])),
+            .operations(SyncMessage.Operations(isPush: true, operations: ops)),
+            .stored(ops.map(\.id)),
+            .ihave(ops.map(SyncMessage.Announcement.init)),
+            .prune,
+        ]
+        for message in messages {
+            let payload = message.encode()
+            #expect(payload.count == message.encodedByteCount)
+            #expect(try SyncMessage(payload: payload) == message)
+        }
+    }
+
+    @Test("an operation whose body was tampered with is refused as that operation, by index")
+    func tamperedOperation() throws {
+        let ops = try SyncFixtures.conversation(messages: 1)
+        var payload = SyncMessage.operations(SyncMessage.Operations(isPush: false, operations: ops)).encode()
+        // The second operation's version byte: type, flags, count, first wire form, its length.
+        payload[1 + 1 + 2 + SyncMessage.byteCount(of: ops[0]) + 4] = 9
+        do {
+            _ = try SyncMessage(payload: payload)
+            Issue.record("a tampered operation was decoded")
+        } catch {
+            #expect(error.vectorName == "invalidOperation")
+            #expect(error.description.contains("operation 1"))
+        }
+    }
+}

@@ -7,10 +7,15 @@ public struct ConversationOptions: Sendable {
     /// One conversation per exact participant set; the default.
     public var distinct: Bool
     public var metadata: [String: String]
+    /// Replicate the conversation at once (the SDK's "created through the platform API"). By
+    /// default a conversation stays on this node until a message is sent in it, and then goes
+    /// with everything written in it before.
+    public var announce: Bool
 
-    public init(distinct: Bool = true, metadata: [String: String] = [:]) {
+    public init(distinct: Bool = true, metadata: [String: String] = [:], announce: Bool = false) {
         self.distinct = distinct
         self.metadata = metadata
+        self.announce = announce
     }
 }
 

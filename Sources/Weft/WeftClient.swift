@@ -52,7 +52,8 @@ public actor WeftClient {
         try checkLimits(.createConversation(
             participants: others.union([localUser]).sorted(), distinct: options.distinct, generation: 0, metadata: options.metadata))
         let created = try await storeWrite {
-            try await mailbox.createConversation(with: others, distinct: options.distinct, metadata: options.metadata)
+            try await mailbox.createConversation(
+                with: others, distinct: options.distinct, metadata: options.metadata, announce: options.announce)
         }
         guard let conversation = try conversation(created.conversation) else { throw .unknownConversation(created.conversation.hex) }
         return conversation

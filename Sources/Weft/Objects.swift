@@ -83,9 +83,15 @@ public struct Message: Hashable, Sendable, Identifiable {
     public let isSent: Bool
     /// Unread by the local user (never true for their own messages).
     public let isUnread: Bool
+    /// Why each recipient whose status is `failed` failed.
+    public let failureReasons: [UserID: String]
 
     /// The status for one user: `invalid` for the sender and for anyone not a participant.
     public func status(for user: UserID) -> RecipientStatus { recipientStatus[user] ?? .invalid }
+
+    /// Why `user`'s status is `failed` ("expired: not delivered within 12 h", "rejected:
+    /// REASON"); nil unless it is.
+    public func failureReason(for user: UserID) -> String? { failureReasons[user] }
 
     init(_ snapshot: MessageSnapshot, localUser: UserID, unsent: Bool) {
         id = snapshot.id
@@ -99,6 +105,7 @@ public struct Message: Hashable, Sendable, Identifiable {
         // Until the mesh has it, the sender's recipients are pending, not sent.
         recipientStatus = snapshot.recipientStatus.mapValues { unsent && $0 == .sent ? .pending : $0 }
         isUnread = snapshot.sender != localUser && (snapshot.recipientStatus[localUser] ?? .read) < .read
+        failureReasons = snapshot.failureReasons
     }
 }
 

@@ -203,6 +203,13 @@ public actor WeftClient {
         ObjectChangeStream(base: store.changes(), localUser: localUser)
     }
 
+    /// A new stream of delivery events for the local user's messages, from now on: sent,
+    /// then per recipient delivered, read or failed (with the reason), as commits reveal them
+    /// (see `DeliveryEvent`).
+    nonisolated public func deliveryEvents() -> DeliveryEventStream {
+        DeliveryEventStream(base: store.changes(), localUser: localUser)
+    }
+
     // MARK: - Writing
 
     private func write(_ body: OperationBody, inLogs logs: [ConversationID]) async throws(WeftError) {

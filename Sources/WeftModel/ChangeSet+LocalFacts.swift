@@ -7,3 +7,10 @@ extension ChangeSet.MessageChange {
              newValue: .statuses(snapshot.recipientStatus), snapshot: snapshot)
     }
 }
+
+extension ChangeSet.ConversationChange {
+    /// A conversation's deletion: a store pruned it (a log it only relayed, past retention).
+    public static func deletion(of id: ConversationID) -> Self {
+        Self(id: id, kind: .delete, oldValue: .none, newValue: .none, snapshot: nil)
+    }
+}

@@ -46,3 +46,13 @@ extension Replica {
         return needed.filter { !isLoaded($0) }
     }
 }
+
+extension Replica {
+    /// Whether some log of the merge group of `id` ever added `user` (the creation counts as
+    /// adding its participants): false for a log the node only relays. The group's logs must
+    /// be loaded.
+    public func everAdded(_ user: UserID, inGroupOf id: ConversationID) -> Bool {
+        let group = members(ofGroupContaining: id)
+        return (group.isEmpty ? [id] : group).contains { logs[$0]?.adds[user]?.isEmpty == false }
+    }
+}

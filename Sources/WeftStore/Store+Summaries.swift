@@ -179,29 +179,33 @@ extension Store {
     /// has them (a copy: nothing here changes it), else one built from them alone.
     private func replicaHolding(_ logs: Set<ConversationID>) throws -> Replica {
         if let cached = state.withLock({ $0.replica }), cached.logsToLoad(forLogs: logs).isEmpty { return cached }
-        return try database.read { db in
-            var members: Set<ConversationID> = logs
-            for chunk in Array(logs).chunked(500) {
-                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                for data in try Data.fetchAll(
-                    db, sql: """
-                        SELECT id FROM conversation WHERE canonical IN (SELECT canonical FROM conversation WHERE id IN (\(marks)))
-                        """, arguments: StatementArguments(chunk.map { Data($0.bytes) }))
-                {
-                    members.insert(try WeftStore.Stored.conversationID(data, "conversation.id"))
-                }
+        return try database.read { db in try Self.groupReplica(for: logs, localUser: localUser, in: db) }
+    }
+
+    /// A complete replica of the logs of the merge groups of `logs`, read from the operation table.
+    static func groupReplica(for logs: Set<ConversationID>, localUser: UserID, in db: Database) throws -> Replica {
+        var members: Set<ConversationID> = logs
+        for chunk in Array(logs).chunked(500) {
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            for data in try Data.fetchAll(
+                db, sql: """
+                    SELECT id FROM conversation WHERE canonical IN (SELECT canonical FROM conversation WHERE id IN (\(marks)))
+                    """, arguments: StatementArguments(chunk.map { Data($0.bytes) }))
+            {
+                members.insert(try WeftStore.Stored.conversationID(data, "conversation.id"))
             }
-            var replica = Replica(localUser: localUser)
-            var operations: [SignedOperation] = []
-            for chunk in members.sorted().chunked(500) {
-                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                operations += try Row.fetchAll(
-                    db, sql: "SELECT id, wire, appliedOrder FROM operation WHERE conversation IN (\(marks)) ORDER BY appliedOrder",
-                    arguments: StatementArguments(chunk.map { Data($0.bytes) })
-                ).map(Self.decodeOperation)
-            }
-            _ = replica.apply(verified: operations)
-            return replica
         }
+        var replica = Replica(localUser: localUser)
+        var operations: [SignedOperation] = []
+        // Each log lies whole in one chunk, in the order it was decided.
+        for chunk in members.sorted().chunked(500) {
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            operations += try Row.fetchAll(
+                db, sql: "SELECT id, wire FROM operation WHERE conversation IN (\(marks)) ORDER BY appliedOrder",
+                arguments: StatementArguments(chunk.map { Data($0.bytes) })
+            ).map(Self.decodeOperation)
+        }
+        _ = replica.apply(verified: operations)
+        return replica
     }
 }

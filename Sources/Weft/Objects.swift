@@ -7,10 +7,15 @@ public struct ConversationOptions: Sendable {
     /// One conversation per exact participant set; the default.
     public var distinct: Bool
     public var metadata: [String: String]
+    /// Replicate the conversation at once (the SDK's "created through the platform API"). By
+    /// default a conversation stays on this node until a message is sent in it, and then goes
+    /// with everything written in it before.
+    public var announce: Bool
 
-    public init(distinct: Bool = true, metadata: [String: String] = [:]) {
+    public init(distinct: Bool = true, metadata: [String: String] = [:], announce: Bool = false) {
         self.distinct = distinct
         self.metadata = metadata
+        self.announce = announce
     }
 }
 
@@ -78,9 +83,15 @@ public struct Message: Hashable, Sendable, Identifiable {
     public let isSent: Bool
     /// Unread by the local user (never true for their own messages).
     public let isUnread: Bool
+    /// Why each recipient whose status is `failed` failed.
+    public let failureReasons: [UserID: String]
 
     /// The status for one user: `invalid` for the sender and for anyone not a participant.
     public func status(for user: UserID) -> RecipientStatus { recipientStatus[user] ?? .invalid }
+
+    /// Why `user`'s status is `failed` ("expired: not delivered within 12 h", "rejected:
+    /// REASON"); nil unless it is.
+    public func failureReason(for user: UserID) -> String? { failureReasons[user] }
 
     init(_ snapshot: MessageSnapshot, localUser: UserID, unsent: Bool) {
         id = snapshot.id
@@ -94,6 +105,7 @@ public struct Message: Hashable, Sendable, Identifiable {
         // Until the mesh has it, the sender's recipients are pending, not sent.
         recipientStatus = snapshot.recipientStatus.mapValues { unsent && $0 == .sent ? .pending : $0 }
         isUnread = snapshot.sender != localUser && (snapshot.recipientStatus[localUser] ?? .read) < .read
+        failureReasons = snapshot.failureReasons
     }
 }
 

@@ -52,7 +52,8 @@ public actor WeftClient {
         try checkLimits(.createConversation(
             participants: others.union([localUser]).sorted(), distinct: options.distinct, generation: 0, metadata: options.metadata))
         let created = try await storeWrite {
-            try await mailbox.createConversation(with: others, distinct: options.distinct, metadata: options.metadata)
+            try await mailbox.createConversation(
+                with: others, distinct: options.distinct, metadata: options.metadata, announce: options.announce)
         }
         guard let conversation = try conversation(created.conversation) else { throw .unknownConversation(created.conversation.hex) }
         return conversation
@@ -200,6 +201,13 @@ public actor WeftClient {
     /// `ObjectChanges.missedBatches` on the next batch says how many it lost.
     nonisolated public func changes() -> ObjectChangeStream {
         ObjectChangeStream(base: store.changes(), localUser: localUser)
+    }
+
+    /// A new stream of delivery events for the local user's messages, from now on: sent,
+    /// then per recipient delivered, read or failed (with the reason), as commits reveal them
+    /// (see `DeliveryEvent`).
+    nonisolated public func deliveryEvents() -> DeliveryEventStream {
+        DeliveryEventStream(base: store.changes(), localUser: localUser)
     }
 
     // MARK: - Writing

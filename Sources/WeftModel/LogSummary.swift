@@ -22,10 +22,15 @@ public struct LogSummary: Sendable, Hashable {
     /// Whether the log has left this node: a conversation stays local until a message is
     /// posted in it or it was created announced; every log received from a peer is published.
     public var isPublished: Bool
+    /// Whether the node pruned the log (a relayed log past its retention): it holds none of
+    /// its operations any more, and keeps this summary as a tombstone so that reconciliation
+    /// does not fetch them again. Offer nothing from it: the node cannot send its operations.
+    public var isPruned: Bool
 
     public init(
         conversation: ConversationID, heads: VersionVector = VersionVector(), digest: SetDigest = SetDigest(),
-        operationCount: Int = 0, lastActivity: HLCTimestamp = HLCTimestamp(rawValue: 0), isPublished: Bool = true
+        operationCount: Int = 0, lastActivity: HLCTimestamp = HLCTimestamp(rawValue: 0), isPublished: Bool = true,
+        isPruned: Bool = false
     ) {
         self.conversation = conversation
         self.heads = heads
@@ -33,6 +38,7 @@ public struct LogSummary: Sendable, Hashable {
         self.operationCount = operationCount
         self.lastActivity = lastActivity
         self.isPublished = isPublished
+        self.isPruned = isPruned
     }
 }
 

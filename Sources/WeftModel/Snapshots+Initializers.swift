@@ -25,7 +25,8 @@ extension ConversationSnapshot {
 extension MessageSnapshot {
     public init(
         _ id: OperationID, conversation: ConversationID, postedTo: ConversationID, sender: UserID, sentAt: HLCTimestamp,
-        parts: [MessagePart], options: MessageOptions, position: Int, recipientStatus: [UserID: RecipientStatus]
+        parts: [MessagePart], options: MessageOptions, position: Int, recipientStatus: [UserID: RecipientStatus],
+        failureReasons: [UserID: String] = [:]
     ) {
         self.id = id
         self.conversation = conversation
@@ -36,6 +37,7 @@ extension MessageSnapshot {
         self.options = options
         self.position = position
         self.recipientStatus = recipientStatus
+        self.failureReasons = failureReasons
     }
 
     /// Whether `self` comes before `other` in conversation order (SPEC.md §13.5): timestamp,

@@ -1,9 +1,25 @@
 /// A recipient's status for one message, from the sender's point of view: invalid < pending <
-/// sent < delivered < read. `pending` is the sender's own node before the mesh has the message.
+/// sent < failed < delivered < read. `pending` is the sender's own node before the mesh has the
+/// message; `failed` is the sender's own node's record that the recipient's node did not
+/// deliver it in time (or refused it), which a later delivery overrides (SPEC.md §13.6). Both
+/// are local: only sent, delivered and read come from the replicated state.
 public enum RecipientStatus: Int, Comparable, Sendable, CustomStringConvertible {
-    case invalid = 0, pending, sent, delivered, read
+    // The raw values are stable (the store keeps them); the order is `rank`'s.
+    case invalid = 0, pending, sent, delivered, read, failed
 
-    public static func < (lhs: RecipientStatus, rhs: RecipientStatus) -> Bool { lhs.rawValue < rhs.rawValue }
+    /// The order of the statuses: a later fact outranks an earlier one.
+    private var rank: Int {
+        switch self {
+        case .invalid: 0
+        case .pending: 1
+        case .sent: 2
+        case .failed: 3
+        case .delivered: 4
+        case .read: 5
+        }
+    }
+
+    public static func < (lhs: RecipientStatus, rhs: RecipientStatus) -> Bool { lhs.rank < rhs.rank }
 
     public var description: String {
         switch self {
@@ -12,6 +28,7 @@ public enum RecipientStatus: Int, Comparable, Sendable, CustomStringConvertible 
         case .sent: "sent"
         case .delivered: "delivered"
         case .read: "read"
+        case .failed: "failed"
         }
     }
 }
@@ -48,6 +65,10 @@ public struct MessageSnapshot: Hashable, Sendable {
     public var position: Int
     /// Status per participant other than the sender.
     public var recipientStatus: [UserID: RecipientStatus]
+    /// Why each recipient whose status is `failed` failed ("expired: not delivered within
+    /// 12 h", "rejected: REASON"). The store's, for the local user's messages; a replica's
+    /// snapshots never fail.
+    public var failureReasons: [UserID: String] = [:]
 }
 
 extension MessageSnapshot {

@@ -54,20 +54,25 @@ public final class Mailbox: Sendable {
     /// Creates a conversation with `others` (the local user is implicit). A distinct
     /// conversation for a participant set that already has one is not created again: its
     /// identifier is returned, and `created` is false.
+    ///
+    /// The conversation stays on this node until a message is posted in it; `announce`
+    /// publishes it at once (an existing one too), with what was written in it before
+    /// (SPEC.md §13.7).
     public func createConversation(
-        with others: Set<UserID>, distinct: Bool = true, metadata: [String: String] = [:]
+        with others: Set<UserID>, distinct: Bool = true, metadata: [String: String] = [:], announce: Bool = false
     ) async throws -> (conversation: ConversationID, created: Bool) {
         let participants = others.union([localUser])
         try Self.checkLimits(.createConversation(participants: participants.sorted(), distinct: distinct, generation: 0, metadata: metadata))
         let now = wallClock()
         let (_, found) = try await store.commitLocal { replica in
             if distinct, let existing = replica.distinctConversation(for: participants) {
-                return (Store.LocalBatch(operations: []), (existing, false))
+                return (Store.LocalBatch(operations: [], publishing: announce ? [existing] : []), (existing, false))
             }
             let creation = self.author.withLock {
                 $0.createConversation(with: others, distinct: distinct, metadata: metadata, in: replica, wallMilliseconds: now)
             }
-            return (Store.LocalBatch(operations: [creation]), (creation.operation.conversation, true))
+            let id = creation.operation.conversation
+            return (Store.LocalBatch(operations: [creation], publishing: announce ? [id] : []), (id, true))
         }
         return found
     }

@@ -122,7 +122,54 @@ enum Schema {
                 """)
         }
 
-        // Future migrations go here, after "v1".
+        // Each log's summary as replication sees it (LogSummaryTable, SPEC.md §11.1), kept in
+        // every write transaction that stores operations; filled here for a store written
+        // before it existed.
+        migrator.registerMigration("v2: log summaries") { db in
+            try db.execute(sql: """
+                CREATE TABLE log_summary (
+                    conversation BLOB PRIMARY KEY NOT NULL,
+                    digest BLOB NOT NULL,
+                    operationCount INTEGER NOT NULL,
+                    lastActivity INTEGER NOT NULL,
+                    isPublished BOOLEAN NOT NULL,
+                    isPruned BOOLEAN NOT NULL DEFAULT 0
+                ) WITHOUT ROWID;
+
+                CREATE TABLE log_head (
+                    conversation BLOB NOT NULL,
+                    author BLOB NOT NULL,
+                    head INTEGER NOT NULL,
+                    PRIMARY KEY (conversation, author)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE log_gap (
+                    conversation BLOB NOT NULL,
+                    author BLOB NOT NULL,
+                    sequence INTEGER NOT NULL,
+                    PRIMARY KEY (conversation, author, sequence)
+                ) WITHOUT ROWID;
+                """)
+            try LogSummaryTable.fill(db)
+        }
+
+        // Per-recipient delivery failures of the local user's messages: local facts, never
+        // replicated (SPEC.md §13.6). `recipientsChecked` marks an outbox entry whose time to
+        // live ran out and whose undelivered recipients got their failure.
+        migrator.registerMigration("v3: delivery failures") { db in
+            try db.execute(sql: """
+                CREATE TABLE delivery_failure (
+                    message BLOB NOT NULL,
+                    recipient BLOB NOT NULL,
+                    reason TEXT NOT NULL,
+                    failedAt INTEGER NOT NULL,
+                    PRIMARY KEY (message, recipient)
+                ) WITHOUT ROWID;
+                ALTER TABLE outbox ADD COLUMN recipientsChecked BOOLEAN NOT NULL DEFAULT 0;
+                """)
+        }
+
+        // Future migrations go here, after "v3: delivery failures".
         return migrator
     }
 }

@@ -15,6 +15,14 @@ public struct CommittedChanges: Sendable, Equatable {
     /// The local user's messages among `changes` that wait in the outbox after this commit:
     /// not yet handed to the mesh.
     public var waitingMessages: Set<OperationID>
+    /// The new summary of each log the commit stored operations in or published (sorted by
+    /// conversation); unpublished logs included (`LogSummary.isPublished`).
+    public var summaries: [LogSummary] = []
+    /// What the commit made available to the mesh, for replication to push: the operations it
+    /// stored for the first time (received or local, any status) in published logs, and every
+    /// operation of a log it published (a conversation's first message, or an announced
+    /// creation, takes the operations made before it along; SPEC.md §13.7).
+    public var storedOperations: [SignedOperation] = []
     /// How many batches this subscriber did not receive just before this one, because it fell
     /// more than `Store.changeBufferLimit` batches behind. Nonzero means: re-read what you
     /// show (a live query simply runs again).
@@ -114,7 +122,8 @@ final class ChangeSubscribers: Sendable {
             state.published += 1
             let batch = CommittedChanges(
                 number: state.published, changes: publication.changes, outbox: publication.outbox,
-                waitingMessages: publication.waitingMessages)
+                waitingMessages: publication.waitingMessages, summaries: publication.stored.summaries,
+                storedOperations: publication.stored.storedOperations)
             // Never blocks: a full buffer drops its oldest batch.
             for continuation in state.continuations.values { continuation.yield(batch) }
         }

@@ -43,7 +43,10 @@ extension Store {
         }
     }
 
-    /// Fails every waiting entry whose time to live ran out by `wallMilliseconds`, and returns them.
+    /// Fails every waiting entry whose time to live ran out by `wallMilliseconds`, and returns
+    /// them. Every message whose time to live ran out, sent or not, also fails for each
+    /// recipient whose node has not delivered it ("expired: not delivered within 12 h";
+    /// `RecipientStatus.failed`), once.
     public func expireOutbox(wallMilliseconds: UInt64) async throws -> [OutboxEntry] {
         try await write { db in
             let now = Int64(clamping: wallMilliseconds)
@@ -56,7 +59,9 @@ extension Store {
                 sql: "UPDATE outbox SET state = 'failed', reason = ? WHERE state = 'waiting' AND expiresAt <= ?",
                 arguments: [reason, now])
             let failed = expired.map { var entry = $0; entry.state = .failed(reason: reason); return entry }
-            return (failed, Publication(outbox: try failed.map { try Self.change($0, from: .waiting, in: db) }))
+            var changes = ChangeSet()
+            changes.messages = try Self.expireRecipients(now: UInt64(clamping: now), in: db)
+            return (failed, Publication(changes: changes, outbox: try failed.map { try Self.change($0, from: .waiting, in: db) }))
         }
     }
 

@@ -203,14 +203,17 @@ extension Store {
             }
         }
 
+        // Delivery failures of the local user's messages (local facts, `Store+Failures`).
+        let failures = try failureReasons(of: keys.map(\.id), in: db)
         return try rows.enumerated().map { index, row in
             let key = keys[index]
+            let (status, reasons) = overlay(statuses[numbers[index]] ?? [:], failures: failures[key.id])
             return MessageSnapshot(
                 try Stored.operationID(key.id, "message.id"), conversation: try Stored.conversationID(key.conversation, "message.conversation"),
                 postedTo: try row.conversationID(2, "message.postedTo"),
                 sender: try Stored.userID(key.sender, "message.sender"), sentAt: HLCTimestamp(databaseValue: key.sentAt),
                 parts: parts[numbers[index]] ?? [], options: MessageOptions(notificationText: row[5], notificationSound: row[6]),
-                position: positions[key.id]!, recipientStatus: statuses[numbers[index]] ?? [:])
+                position: positions[key.id]!, recipientStatus: status, failureReasons: reasons)
         }
     }
 

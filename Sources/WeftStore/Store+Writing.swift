@@ -28,8 +28,10 @@ extension Store {
         var changes = ChangeSet()
         var outbox: [OutboxChange] = []
         var waitingMessages: Set<OperationID> = []
+        /// What the commit stored, for replication (summaries, operations to push).
+        var stored = StoredRecord()
 
-        var isEmpty: Bool { changes.isEmpty && outbox.isEmpty }
+        var isEmpty: Bool { changes.isEmpty && outbox.isEmpty && stored.summaries.isEmpty && stored.storedOperations.isEmpty }
     }
 
     /// Runs `body` in one write transaction with the replica lent to it; puts the replica back

@@ -154,6 +154,21 @@ public final class Store: Sendable {
         public var changes: ChangeSet
         /// The local user's delivered receipts written in the same commit (`Mailbox.receive`).
         public var acknowledgements: [SignedOperation] = []
+        /// Received operations stored for the first time (each counted once), in batch order.
+        public var newOperations: [OperationID] = []
+        /// Received operations the store held already (in any status), or that repeat one
+        /// earlier in the batch; refused ones are in `refused` instead.
+        public var duplicateCount = 0
+        /// Received operations (new or not) that wait for causes after this commit.
+        public var pendingCount = 0
+        /// The new summary of every log this commit stored operations in or published
+        /// (`CommittedChanges.summaries`).
+        public var summaries: [LogSummary] = []
+        /// What this commit made available to the mesh (`CommittedChanges.storedOperations`).
+        public var storedOperations: [SignedOperation] = []
+
+        /// How many received operations were stored for the first time.
+        public var newCount: Int { newOperations.count }
     }
 
     /// Stores operations received from peers *as they are*: it writes no receipts. A node
@@ -212,6 +227,8 @@ public final class Store: Sendable {
             let current = CurrentSnapshots(db: db)
             let (report, changes) = lease.apply(accepted, current: current.read)
             try current.check()
+            // Before the log rows: which operations the store held already (for the summaries).
+            let held = try LogSummaryTable(db: db).held(among: Self.decided(in: report))
             // No Materializer outlives its use: one holding the replica while the receipts
             // change it would make the replica copy the logs they touch.
             try Materializer(db: db, replica: lease.replica, localUser: localUser).writeLog(batch: accepted, report: report)
@@ -224,9 +241,14 @@ public final class Store: Sendable {
             applied.changes = try Self.withParts(applied.changes, from: accepted, in: db)
             // The rows follow the replica the receipts (if any) left.
             try Materializer(db: db, replica: lease.replica, localUser: localUser).materialize(applied.changes)
+            applied.changes = try Self.withDeliveryFailures(applied.changes, localUser: localUser, in: db)
             let waiting = try Self.waitingMessages(among: applied.changes, localUser: localUser, in: db)
+            // Received operations are published: their logs have left some node already.
+            let new = Self.firstStored(accepted, report: report, held: held)
+            let stored = try Self.recordStored(new + applied.acknowledgements, publishing: Set(new.map(\.operation.conversation)), in: db)
+            applied.record(received: new, of: accepted.count, report: report, stored: stored)
             Self.trim(&lease.replica, keeping: Set(accepted.map(\.operation.conversation)), limit: cachedOperationLimit)
-            return (applied, Publication(changes: applied.changes, waitingMessages: waiting))
+            return (applied, Publication(changes: applied.changes, waitingMessages: waiting, stored: stored))
         }
     }
 
@@ -291,10 +313,14 @@ public final class Store: Sendable {
     public struct LocalBatch: Sendable {
         public var operations: [SignedOperation]
         public var outbox: [OutboxEntry]
+        /// Logs to publish with this batch though it posts no message in them (a conversation
+        /// created announced, SPEC.md §13.7); a log is published anyway by a message posted in it.
+        public var publishing: Set<ConversationID>
 
-        public init(operations: [SignedOperation], outbox: [OutboxEntry] = []) {
+        public init(operations: [SignedOperation], outbox: [OutboxEntry] = [], publishing: Set<ConversationID> = []) {
             self.operations = operations
             self.outbox = outbox
+            self.publishing = publishing
         }
     }
 
@@ -334,7 +360,7 @@ public final class Store: Sendable {
             try Self.checkLocal(batch, against: lease.replica, localUser: localUser)
             let current = CurrentSnapshots(db: db)
             let (report, changesWithoutParts) = lease.apply(batch.operations, current: current.read)
-            let changes = try Self.withParts(changesWithoutParts, from: batch.operations, in: db)
+            let rowChanges = try Self.withParts(changesWithoutParts, from: batch.operations, in: db)
             try current.check()
             if let (id, error) = report.rejected.first {
                 throw StoreError(.localOperationRefused, "local operation \(id) was refused: \(error)")
@@ -343,15 +369,22 @@ public final class Store: Sendable {
                 throw StoreError(.localOperationRefused, "local operation \(report.pending[0]) names causes this store does not have")
             }
             let materializer = Materializer(db: db, replica: lease.replica, localUser: localUser)
-            try materializer.write(batch: batch.operations, report: report, changes: changes)
+            try materializer.write(batch: batch.operations, report: report, changes: rowChanges)
             try materializer.insert(outbox: batch.outbox)
+            let changes = try Self.withDeliveryFailures(rowChanges, localUser: localUser, in: db)
             let snapshots = Dictionary(changes.messages.compactMap { $0.snapshot.map { ($0.id, $0) } }, uniquingKeysWith: { _, last in last })
+            let stored = try Self.recordStored(
+                Self.firstStored(local: batch.operations, report: report), publishing: Self.publishing(batch), in: db)
             let publication = Publication(
                 changes: changes,
                 outbox: batch.outbox.map { OutboxChange(entry: $0, previousState: nil, message: snapshots[$0.message]) },
-                waitingMessages: try Self.waitingMessages(among: changes, localUser: localUser, in: db))
+                waitingMessages: try Self.waitingMessages(among: changes, localUser: localUser, in: db),
+                stored: stored)
             Self.trim(&lease.replica, keeping: Set(batch.operations.map(\.operation.conversation)), limit: cachedOperationLimit)
-            return ((Applied(report: report, refused: [], changes: changes), extra), publication)
+            var applied = Applied(report: report, refused: [], changes: changes)
+            applied.summaries = stored.summaries
+            applied.storedOperations = stored.storedOperations
+            return ((applied, extra), publication)
         }
     }
 

@@ -16,6 +16,7 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
             case unknownOutboxEntry
             case damagedStore
             case tooLarge
+            case unknownMessage
         }
 
         private let base: Base
@@ -44,6 +45,8 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
         /// An operation body the encoding cannot carry (a list or text over its limit, or an
         /// operation over `Operation.maxByteCount`); nothing was written.
         public static let tooLarge = Code(.tooLarge)
+        /// No message with that identifier.
+        public static let unknownMessage = Code(.unknownMessage)
 
         public var description: String {
             switch base {
@@ -56,6 +59,7 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
             case .unknownOutboxEntry: "unknown outbox entry"
             case .damagedStore: "damaged store"
             case .tooLarge: "too large"
+            case .unknownMessage: "unknown message"
             }
         }
     }

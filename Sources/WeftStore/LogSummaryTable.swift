@@ -1,0 +1,262 @@
+import Foundation
+import GRDB
+import WeftModel
+
+/// The tables that keep each log's `LogSummary` (SPEC.md §11.1), written inside every write
+/// transaction that stores operations, so they always equal what a scan of `operation` gives
+/// and startup reads one row per log instead of the whole log.
+///
+/// - `log_summary`: per log, the digest (32 bytes, SPEC §14's sum of identifiers), the count of
+///   operations held, the newest timestamp, whether the log is published, and whether it was
+///   pruned (a tombstone: the operations are gone, the summary stays).
+/// - `log_head`: per (log, author), the highest `n` with sequence numbers 1...n all held.
+/// - `log_gap`: sequence numbers held above the author's head (arrived past a gap); when the
+///   gap fills, the head walks over them and they go.
+///
+/// "Held" is any status: accepted, pending, rejected.
+struct LogSummaryTable {
+    let db: Database
+
+    /// An operation stored for the first time by a transaction, as the summary needs it.
+    struct Stored {
+        var id: OperationID
+        var conversation: ConversationID
+        var author: UserID
+        var sequence: UInt64
+        var timestamp: HLCTimestamp
+
+        init(_ signed: SignedOperation) {
+            let op = signed.operation
+            self.init(id: signed.id, conversation: op.conversation, author: op.author, sequence: op.sequence, timestamp: op.timestamp)
+        }
+
+        init(id: OperationID, conversation: ConversationID, author: UserID, sequence: UInt64, timestamp: HLCTimestamp) {
+            self.id = id
+            self.conversation = conversation
+            self.author = author
+            self.sequence = sequence
+            self.timestamp = timestamp
+        }
+    }
+
+    // MARK: - Writing
+
+    /// The identifiers among `ids` that the operation table holds already (before the
+    /// transaction writes them): what is not among them is stored for the first time.
+    func held(among ids: some Collection<OperationID>) throws -> Set<OperationID> {
+        var held: Set<OperationID> = []
+        for chunk in Array(ids).chunked(500) {
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            for data in try Data.fetchAll(
+                db, sql: "SELECT id FROM operation WHERE id IN (\(marks))", arguments: StatementArguments(chunk.map { Data($0.bytes) }))
+            {
+                held.insert(try WeftStore.Stored.operationID(data, "operation.id"))
+            }
+        }
+        return held
+    }
+
+    /// Adds operations stored for the first time (each once) to their logs' summaries. A log
+    /// that was pruned loses its tombstone first: its operations are held again from scratch
+    /// (SPEC.md §13.9). New logs start unpublished; `publish(_:)` publishes.
+    func add(_ operations: [Stored]) throws {
+        for (conversation, ops) in Dictionary(grouping: operations, by: \.conversation) {
+            let key = Data(conversation.bytes)
+            var digest = SetDigest()
+            var count = 0
+            var lastActivity = HLCTimestamp(rawValue: 0)
+            var isPublished = false
+            if let row = try Row.fetchOne(
+                db, sql: "SELECT digest, operationCount, lastActivity, isPublished, isPruned FROM log_summary WHERE conversation = ?",
+                arguments: [key])
+            {
+                if row[4] as Bool {
+                    try dropTombstone(conversation)
+                } else {
+                    digest = try Self.digest(row, 0)
+                    count = row[1]
+                    lastActivity = HLCTimestamp(databaseValue: row[2])
+                    isPublished = row[3]
+                }
+            }
+            for op in ops {
+                digest.insert(op.id)
+                count += 1
+                lastActivity = max(lastActivity, op.timestamp)
+            }
+            try db.cachedStatement(sql: """
+                INSERT INTO log_summary (conversation, digest, operationCount, lastActivity, isPublished, isPruned)
+                VALUES (?, ?, ?, ?, ?, 0)
+                ON CONFLICT (conversation) DO UPDATE SET digest = excluded.digest, operationCount = excluded.operationCount,
+                    lastActivity = excluded.lastActivity, isPruned = 0
+                """).execute(arguments: [key, Data(digest.bytes), count, lastActivity.databaseValue, isPublished])
+            for (author, authored) in Dictionary(grouping: ops, by: \.author) {
+                try advanceHead(of: author, in: key, holding: authored.map(\.sequence))
+            }
+        }
+    }
+
+    /// Moves an author's head over newly held sequence numbers; those past a gap wait in
+    /// `log_gap` until it fills.
+    private func advanceHead(of author: UserID, in conversation: Data, holding sequences: [UInt64]) throws {
+        let authorKey = Data(author.bytes)
+        let stored = try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT head FROM log_head WHERE conversation = ? AND author = ?"),
+            arguments: [conversation, authorKey])
+        let before = UInt64(bitPattern: stored ?? 0)
+        var head = before
+        var gap = false
+        for sequence in Set(sequences).sorted() where sequence > head {
+            if sequence == head + 1 {
+                head = sequence
+            } else {
+                gap = true
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO log_gap (conversation, author, sequence) VALUES (?, ?, ?)")
+                    .execute(arguments: [conversation, authorKey, Int64(bitPattern: sequence)])
+            }
+        }
+        // Sequence numbers that arrived past a gap earlier (or in this batch) and now follow.
+        if gap || head != before {
+            let next = try db.cachedStatement(sql: "DELETE FROM log_gap WHERE conversation = ? AND author = ? AND sequence = ? RETURNING 1")
+            while head < UInt64.max, try Int.fetchOne(next, arguments: [conversation, authorKey, Int64(bitPattern: head + 1)]) != nil {
+                head += 1
+            }
+        }
+        guard head != before else { return }
+        try db.cachedStatement(sql: """
+            INSERT INTO log_head (conversation, author, head) VALUES (?, ?, ?)
+            ON CONFLICT (conversation, author) DO UPDATE SET head = excluded.head
+            """).execute(arguments: [conversation, authorKey, Int64(bitPattern: head)])
+    }
+
+    /// Publishes logs; returns those that were not published before (and hold operations).
+    func publish(_ conversations: some Sequence<ConversationID>) throws -> Set<ConversationID> {
+        var published: Set<ConversationID> = []
+        for conversation in Set(conversations) {
+            let changed = try Int.fetchOne(
+                db.cachedStatement(sql: "UPDATE log_summary SET isPublished = 1 WHERE conversation = ? AND isPublished = 0 RETURNING 1"),
+                arguments: [Data(conversation.bytes)])
+            if changed != nil { published.insert(conversation) }
+        }
+        return published
+    }
+
+    /// Removes a tombstone and the heads it kept.
+    func dropTombstone(_ conversation: ConversationID) throws {
+        let key = Data(conversation.bytes)
+        try db.execute(sql: "DELETE FROM log_summary WHERE conversation = ?", arguments: [key])
+        try db.execute(sql: "DELETE FROM log_head WHERE conversation = ?", arguments: [key])
+        try db.execute(sql: "DELETE FROM log_gap WHERE conversation = ?", arguments: [key])
+    }
+
+    // MARK: - Reading
+
+    /// The summaries of `conversations` (those with a row), or of every log.
+    func summaries(of conversations: [ConversationID]? = nil) throws -> [LogSummary] {
+        var heads: [ConversationID: VersionVector] = [:]
+        var rows: [Row] = []
+        let select = "SELECT conversation, digest, operationCount, lastActivity, isPublished, isPruned FROM log_summary"
+        let selectHeads = "SELECT conversation, author, head FROM log_head"
+        func readHeads(_ cursor: RowCursor) throws {
+            while let row = try cursor.next() {
+                heads[try row.conversationID(0, "log_head.conversation"), default: VersionVector()]
+                    .set(try row.userID(1, "log_head.author"), UInt64(bitPattern: row[2]))
+            }
+        }
+        if let conversations {
+            for chunk in conversations.chunked(500) {
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                let arguments = StatementArguments(chunk.map { Data($0.bytes) })
+                rows += try Row.fetchAll(db, sql: "\(select) WHERE conversation IN (\(marks))", arguments: arguments)
+                try readHeads(try Row.fetchCursor(db, sql: "\(selectHeads) WHERE conversation IN (\(marks))", arguments: arguments))
+            }
+        } else {
+            rows = try Row.fetchAll(db, sql: "\(select) ORDER BY conversation")
+            try readHeads(try Row.fetchCursor(db, sql: selectHeads))
+        }
+        return try rows.map { row in
+            let id = try row.conversationID(0, "log_summary.conversation")
+            return LogSummary(
+                conversation: id, heads: heads[id] ?? VersionVector(), digest: try Self.digest(row, 1), operationCount: row[2],
+                lastActivity: HLCTimestamp(databaseValue: row[3]), isPublished: row[4], isPruned: row[5])
+        }
+    }
+
+    private static func digest(_ row: Row, _ index: Int) throws -> SetDigest {
+        guard let digest = SetDigest(bytes: [UInt8](try row.blob(index, "log_summary.digest"))) else {
+            throw StoreError.damaged("log_summary.digest", "is not \(SetDigest.byteCount) bytes")
+        }
+        return digest
+    }
+
+    // MARK: - Filling from the operation table
+
+    /// The summaries a scan of the operation table gives (without publication, which the
+    /// operations do not say): what the tables must always equal, and what the migration
+    /// fills them from.
+    static func scan(_ db: Database) throws -> [ConversationID: (summary: LogSummary, gaps: [UserID: Set<UInt64>])] {
+        var sequences: [ConversationID: [UserID: Set<UInt64>]] = [:]
+        var summaries: [ConversationID: LogSummary] = [:]
+        let rows = try Row.fetchCursor(db, sql: "SELECT id, conversation, author, sequence, timestamp FROM operation")
+        while let row = try rows.next() {
+            let id = try row.operationID(0, "operation.id")
+            let conversation = try row.conversationID(1, "operation.conversation")
+            var summary = summaries[conversation] ?? LogSummary(conversation: conversation, isPublished: false)
+            summary.digest.insert(id)
+            summary.operationCount += 1
+            summary.lastActivity = max(summary.lastActivity, HLCTimestamp(databaseValue: row[4]))
+            summaries[conversation] = summary
+            sequences[conversation, default: [:]][try row.userID(2, "operation.author"), default: []]
+                .insert(UInt64(bitPattern: row[3]))
+        }
+        var result: [ConversationID: (LogSummary, [UserID: Set<UInt64>])] = [:]
+        for (conversation, var summary) in summaries {
+            var gaps: [UserID: Set<UInt64>] = [:]
+            for (author, held) in sequences[conversation] ?? [:] {
+                var head: UInt64 = 0
+                while head < .max, held.contains(head + 1) { head += 1 }
+                summary.heads.set(author, head)
+                let above = held.filter { $0 > head }
+                if !above.isEmpty { gaps[author] = above }
+            }
+            result[conversation] = (summary, gaps)
+        }
+        return result
+    }
+
+    /// Fills the tables of a store written before they existed (the migration): every log
+    /// from a scan; a log is published when it holds a message or another user's operation
+    /// (nothing says whether a conversation without messages was announced: it stays local).
+    static func fill(_ db: Database) throws {
+        let localUser = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE key = 'localUser'")
+        var published: Set<ConversationID> = []
+        let rows = try Row.fetchCursor(
+            db, sql: "SELECT DISTINCT conversation FROM operation WHERE kind = 5 OR author != ? OR ? IS NULL",
+            arguments: [localUser, localUser])
+        while let row = try rows.next() { published.insert(try row.conversationID(0, "operation.conversation")) }
+        for (conversation, entry) in try scan(db) {
+            let key = Data(conversation.bytes)
+            try db.execute(
+                sql: """
+                    INSERT INTO log_summary (conversation, digest, operationCount, lastActivity, isPublished, isPruned)
+                    VALUES (?, ?, ?, ?, ?, 0)
+                    """,
+                arguments: [
+                    key, Data(entry.summary.digest.bytes), entry.summary.operationCount, entry.summary.lastActivity.databaseValue,
+                    published.contains(conversation),
+                ])
+            for (author, head) in entry.summary.heads.entries {
+                try db.execute(
+                    sql: "INSERT INTO log_head (conversation, author, head) VALUES (?, ?, ?)",
+                    arguments: [key, Data(author.bytes), Int64(bitPattern: head)])
+            }
+            for (author, sequences) in entry.gaps {
+                for sequence in sequences {
+                    try db.execute(
+                        sql: "INSERT INTO log_gap (conversation, author, sequence) VALUES (?, ?, ?)",
+                        arguments: [key, Data(author.bytes), Int64(bitPattern: sequence)])
+                }
+            }
+        }
+    }
+}

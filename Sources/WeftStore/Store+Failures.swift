@@ -1,0 +1,156 @@
+import Foundation
+import GRDB
+import WeftModel
+
+/// Why a recipient of the local user's message failed (SPEC.md §13.6), as the sender's node
+/// words it for the sender's callback.
+public enum DeliveryFailure: Sendable, Hashable, CustomStringConvertible {
+    /// The recipient's node did not deliver within the message's time to live (milliseconds).
+    case expired(timeToLive: UInt64)
+    /// A node refused the message, for this reason.
+    case rejected(String)
+
+    /// "expired: not delivered within 12 h", "rejected: REASON".
+    public var description: String {
+        switch self {
+        case .expired(let timeToLive): "expired: not delivered within \(Self.duration(timeToLive))"
+        case .rejected(let reason): "rejected: \(reason)"
+        }
+    }
+
+    /// A duration in milliseconds as people say it: its two largest units ("12 h",
+    /// "1 h 30 min", "45 s", "250 ms").
+    public static func duration(_ milliseconds: UInt64) -> String {
+        let units: [(UInt64, String)] = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "min"), (1_000, "s"), (1, "ms")]
+        var rest = milliseconds
+        var parts: [String] = []
+        for (size, name) in units where rest >= size && parts.count < 2 {
+            parts.append("\(rest / size) \(name)")
+            rest %= size
+        }
+        return parts.isEmpty ? "0 ms" : parts.joined(separator: " ")
+    }
+}
+
+// Per-recipient failure of the local user's messages: a local record (never replicated) that a
+// recipient's node did not deliver in time or refused. It shows as `RecipientStatus.failed`
+// while the replicated status is below delivered: a delivery that arrives later wins.
+extension Store {
+    /// Records that `message` (the local user's) failed for `recipients`, or for every
+    /// recipient not yet delivered when nil; a recipient already delivered, or failed before,
+    /// is left as it is. Returns the recipients that failed now.
+    @discardableResult
+    public func failDelivery(
+        of message: OperationID, to recipients: Set<UserID>? = nil, reason: DeliveryFailure, wallMilliseconds: UInt64
+    ) async throws -> Set<UserID> {
+        try await write { db in
+            guard let before = try Self.messageSnapshot(message, in: db) else {
+                throw StoreError(.unknownMessage, "the store has no message \(message)")
+            }
+            let failed = try Self.recordFailures(of: before, to: recipients, reason: reason.description, now: wallMilliseconds, in: db)
+            guard !failed.isEmpty, let after = try Self.messageSnapshot(message, in: db) else { return (failed, Publication()) }
+            var changes = ChangeSet()
+            changes.messages = [.recipientStatusUpdate(of: after, from: before.recipientStatus)]
+            return (failed, Publication(changes: changes))
+        }
+    }
+
+    /// The failure reason of every recipient of `snapshot` (or of `recipients`) whose status is
+    /// below delivered and who has none yet; returns them.
+    static func recordFailures(
+        of snapshot: MessageSnapshot, to recipients: Set<UserID>?, reason: String, now: UInt64, in db: Database
+    ) throws -> Set<UserID> {
+        let insert = try db.cachedStatement(sql: """
+            INSERT OR IGNORE INTO delivery_failure (message, recipient, reason, failedAt) VALUES (?, ?, ?, ?)
+            """)
+        var failed: Set<UserID> = []
+        for (user, status) in snapshot.recipientStatus where status < .failed && recipients?.contains(user) ?? true {
+            try insert.execute(arguments: [Data(snapshot.id.bytes), Data(user.bytes), reason, Int64(clamping: now)])
+            if db.changesCount > 0 { failed.insert(user) }
+        }
+        return failed
+    }
+
+    /// Fails, for every recipient not yet delivered, the local user's messages whose time to
+    /// live ran out by `now`, sent or not (once per message). Returns their changes.
+    static func expireRecipients(now: UInt64, in db: Database) throws -> [ChangeSet.MessageChange] {
+        let rows = try Row.fetchAll(
+            db, sql: "SELECT message, expiresAt - createdAt FROM outbox WHERE recipientsChecked = 0 AND expiresAt <= ?",
+            arguments: [Int64(clamping: now)])
+        var changes: [ChangeSet.MessageChange] = []
+        for row in rows {
+            let message = try row.operationID(0, "outbox.message")
+            try db.execute(sql: "UPDATE outbox SET recipientsChecked = 1 WHERE message = ?", arguments: [Data(message.bytes)])
+            guard let before = try messageSnapshot(message, in: db) else { continue }
+            let reason = DeliveryFailure.expired(timeToLive: UInt64(clamping: row[1] as Int64)).description
+            guard !(try recordFailures(of: before, to: nil, reason: reason, now: now, in: db)).isEmpty,
+                let after = try messageSnapshot(message, in: db)
+            else { continue }
+            changes.append(.recipientStatusUpdate(of: after, from: before.recipientStatus))
+        }
+        return changes
+    }
+
+    static func messageSnapshot(_ id: OperationID, in db: Database) throws -> MessageSnapshot? {
+        let rows = try Row.fetchAll(db, sql: "\(messageColumns) WHERE m.id = ?", arguments: [Data(id.bytes)])
+        return try messages(rows: rows, countingFromEnd: true, in: db).first
+    }
+
+    // MARK: - Showing failures
+
+    /// The failure records of these messages: reason per message and recipient.
+    static func failureReasons(of messages: some Collection<Data>, in db: Database) throws -> [Data: [UserID: String]] {
+        var reasons: [Data: [UserID: String]] = [:]
+        for chunk in Array(messages).chunked(500) {
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            for row in try Row.fetchAll(
+                db, sql: "SELECT message, recipient, reason FROM delivery_failure WHERE message IN (\(marks))",
+                arguments: StatementArguments(chunk))
+            {
+                reasons[row[0], default: [:]][try row.userID(1, "delivery_failure.recipient")] = row[2] as String
+            }
+        }
+        return reasons
+    }
+
+    /// `statuses` with `failed` for each recipient that has a failure record and is not yet
+    /// delivered (later facts win), and the reasons of those.
+    static func overlay(
+        _ statuses: [UserID: RecipientStatus], failures: [UserID: String]?
+    ) -> (statuses: [UserID: RecipientStatus], reasons: [UserID: String]) {
+        guard let failures, !failures.isEmpty else { return (statuses, [:]) }
+        var statuses = statuses
+        var reasons: [UserID: String] = [:]
+        for (user, reason) in failures {
+            guard let status = statuses[user], status < .failed else { continue }
+            statuses[user] = .failed
+            reasons[user] = reason
+        }
+        return (statuses, reasons)
+    }
+
+    /// A write's change set with the delivery failures of the local user's messages shown, as
+    /// readers of the tables see them (the replica knows nothing of them). Called once the rows
+    /// are written: they keep the replicated statuses.
+    static func withDeliveryFailures(_ changes: ChangeSet, localUser: UserID, in db: Database) throws -> ChangeSet {
+        let own = changes.messages.compactMap { $0.snapshot?.sender == localUser ? Data($0.id.bytes) : nil }
+        guard !own.isEmpty else { return changes }
+        let failures = try failureReasons(of: Set(own), in: db)
+        guard !failures.isEmpty else { return changes }
+        var result = changes
+        result.messages = changes.messages.compactMap { change in
+            guard let snapshot = change.snapshot, let failed = failures[Data(snapshot.id.bytes)] else { return change }
+            var change = change
+            let (statuses, reasons) = overlay(snapshot.recipientStatus, failures: failed)
+            change.snapshot?.recipientStatus = statuses
+            change.snapshot?.failureReasons = reasons
+            if change.property == .recipientStatus, case .statuses(let old) = change.oldValue, case .statuses(let new) = change.newValue {
+                change.oldValue = .statuses(overlay(old, failures: failed).statuses)
+                change.newValue = .statuses(overlay(new, failures: failed).statuses)
+                if change.oldValue == change.newValue { return nil }
+            }
+            return change
+        }
+        return result
+    }
+}

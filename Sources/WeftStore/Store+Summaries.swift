@@ -1,0 +1,211 @@
+import Foundation
+import GRDB
+import WeftModel
+
+// What replication reads from the store: each log's summary (kept in the write transaction by
+// `LogSummaryTable`), the operations a peer lacks, and, per commit, what the commit made
+// available to the mesh (SPEC.md §13.7: a conversation stays local until its first message).
+extension Store {
+    /// What one write transaction stored, as replication sees it.
+    struct StoredRecord: Sendable {
+        /// The new summary of every log the transaction stored operations in or published.
+        var summaries: [LogSummary] = []
+        /// Operations to push: those stored for the first time in published logs, and every
+        /// operation of a log this transaction published.
+        var storedOperations: [SignedOperation] = []
+    }
+
+    /// Records, inside a write transaction, operations stored for the first time (each once)
+    /// and the logs to publish, and returns what changed for replication.
+    static func recordStored(_ new: [SignedOperation], publishing: Set<ConversationID>, in db: Database) throws -> StoredRecord {
+        guard !new.isEmpty || !publishing.isEmpty else { return StoredRecord() }
+        let table = LogSummaryTable(db: db)
+        try table.add(new.map(LogSummaryTable.Stored.init))
+        let newlyPublished = try table.publish(publishing)
+        let touched = Set(new.map(\.operation.conversation)).union(newlyPublished)
+        guard !touched.isEmpty else { return StoredRecord() }
+        let summaries = try table.summaries(of: touched.sorted())
+        let published = Set(summaries.filter { $0.isPublished && !$0.isPruned }.map(\.conversation))
+        // A log published now takes everything it held along (its creation, membership and
+        // metadata changes made before the first message), in causal order.
+        var pushed = try newlyPublished.sorted().flatMap { try heldOperations(of: $0, in: db) }
+        pushed += new.filter { published.contains($0.operation.conversation) && !newlyPublished.contains($0.operation.conversation) }
+        return StoredRecord(summaries: summaries, storedOperations: pushed)
+    }
+
+    /// The operations of a received batch that the transaction stores for the first time, each
+    /// once, in batch order: those the merge rules decided (accepted, rejected, pending), less
+    /// those the operation table held before (`held`, read before the log rows were written).
+    static func firstStored(_ batch: [SignedOperation], report: Replica.Report, held: Set<OperationID>) -> [SignedOperation] {
+        var written = Set(report.accepted)
+        written.formUnion(report.rejected.map(\.0))
+        written.formUnion(report.pending)
+        var seen: Set<OperationID> = []
+        return batch.filter { written.contains($0.id) && !held.contains($0.id) && seen.insert($0.id).inserted }
+    }
+
+    /// A local batch's operations stored for the first time: the accepted ones (a local
+    /// operation the replica knew already is a duplicate, and anything else throws).
+    static func firstStored(local batch: [SignedOperation], report: Replica.Report) -> [SignedOperation] {
+        let accepted = Set(report.accepted)
+        var seen: Set<OperationID> = []
+        return batch.filter { accepted.contains($0.id) && seen.insert($0.id).inserted }
+    }
+
+    /// The logs a local batch publishes: those it posts a message in, and those it asks for.
+    static func publishing(_ batch: LocalBatch) -> Set<ConversationID> {
+        var logs = batch.publishing
+        for signed in batch.operations {
+            if case .postMessage = signed.operation.body { logs.insert(signed.operation.conversation) }
+        }
+        return logs
+    }
+
+    /// The identifiers the merge rules decided in `report` (what the log rows will be written for).
+    static func decided(in report: Replica.Report) -> Set<OperationID> {
+        Set(report.accepted).union(report.rejected.map(\.0)).union(report.pending)
+    }
+
+    // MARK: - Reading
+
+    /// The summary of every log the store holds, published or not, tombstones of pruned logs
+    /// included (`LogSummary.isPruned`), sorted by conversation. Read from the summary tables
+    /// (one row per log and per author), not from the operations.
+    public func logSummaries() throws -> [LogSummary] {
+        try database.read { db in try LogSummaryTable(db: db).summaries() }
+    }
+
+    /// The summary of one log, nil if the store holds nothing of it.
+    public func logSummary(of conversation: ConversationID) throws -> LogSummary? {
+        try database.read { db in try LogSummaryTable(db: db).summaries(of: [conversation]).first }
+    }
+
+    /// Held operations of one log (this identifier, not its merge group; any status) whose
+    /// sequence number is above `beyond[author]`, in the order the store decided them (which
+    /// respects causality for the accepted ones), at most `limit`: what a peer whose heads are
+    /// `beyond` lacks. A pruned log has none.
+    public func operations(in conversation: ConversationID, beyond: VersionVector, limit: Int) throws -> [SignedOperation] {
+        guard limit > 0 else { return [] }
+        return try database.read { db in
+            // The peer's heads as a table joined by author; sequence numbers are stored as their
+            // bit pattern, so those of 2^63 and more read negative and count as above any head.
+            let entries = beyond.entries.sorted { $0.key < $1.key }
+            var arguments: [any DatabaseValueConvertible] = []
+            for (author, head) in entries { arguments += [Data(author.bytes), Int64(clamping: head)] }
+            let heads = entries.isEmpty
+                ? "SELECT NULL, 0 WHERE 0" : "VALUES " + Array(repeating: "(?, ?)", count: entries.count).joined(separator: ", ")
+            arguments += [Data(conversation.bytes), limit]
+            let rows = try Row.fetchCursor(
+                db,
+                sql: """
+                    WITH beyond(author, head) AS (\(heads))
+                    SELECT o.id, o.wire FROM operation o LEFT JOIN beyond b ON b.author = o.author
+                    WHERE o.conversation = ? AND (o.sequence < 0 OR o.sequence > COALESCE(b.head, 0))
+                    ORDER BY o.appliedOrder LIMIT ?
+                    """,
+                arguments: StatementArguments(arguments))
+            var operations: [SignedOperation] = []
+            while let row = try rows.next() { operations.append(try Self.decodeOperation(row)) }
+            return operations
+        }
+    }
+
+    /// Held operations by identifier (any status, any log), in the order asked; those the
+    /// store does not hold are left out.
+    public func operations(ids: [OperationID]) throws -> [SignedOperation] {
+        try database.read { db in
+            var found: [OperationID: SignedOperation] = [:]
+            for chunk in ids.chunked(500) {
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                for row in try Row.fetchAll(
+                    db, sql: "SELECT id, wire FROM operation WHERE id IN (\(marks))", arguments: StatementArguments(chunk.map { Data($0.bytes) }))
+                {
+                    let signed = try Self.decodeOperation(row)
+                    found[signed.id] = signed
+                }
+            }
+            return ids.compactMap { found[$0] }
+        }
+    }
+
+    /// Every operation held of one log, in the order the store decided them.
+    static func heldOperations(of conversation: ConversationID, in db: Database) throws -> [SignedOperation] {
+        try Row.fetchAll(
+            db, sql: "SELECT id, wire FROM operation WHERE conversation = ? ORDER BY appliedOrder", arguments: [Data(conversation.bytes)]
+        ).map(decodeOperation)
+    }
+
+    /// An operation from its row's `id` and `wire` columns.
+    static func decodeOperation(_ row: Row) throws -> SignedOperation {
+        let id: Data = row[0]
+        do {
+            return try SignedOperation(wireBytes: [UInt8](row[1] as Data), claimedID: OperationID(bytes: [UInt8](id)))
+        } catch {
+            throw StoreError(.damagedLog, "operation \(id.hexPrefix) in the log does not decode: \(error)")
+        }
+    }
+}
+
+extension Store.Applied {
+    /// Fills in what a received batch stored (`new` of `validCount` operations that passed the
+    /// signature and clock checks).
+    mutating func record(received new: [SignedOperation], of validCount: Int, report: Replica.Report, stored: Store.StoredRecord) {
+        newOperations = new.map(\.id)
+        duplicateCount = validCount - new.count
+        pendingCount = report.pending.count
+        summaries = stored.summaries
+        storedOperations = stored.storedOperations
+    }
+}
+
+// MARK: - Withholding
+
+extension Store {
+    /// The operations among `operations` that replication must not send to the node of
+    /// `user`: those posted after `user`'s removal from their conversation (SPEC.md §13.3,
+    /// §13.7; `Replica.withholds(_:from:)`). A user who was never a participant of a log is a
+    /// relay and gets all of it.
+    ///
+    /// Judged on the store's replica when it has the logs in memory, else on the logs of the
+    /// operations' merge groups read from the operation table.
+    public func withheld(_ operations: [SignedOperation], from user: UserID) throws -> Set<OperationID> {
+        guard !operations.isEmpty else { return [] }
+        let logs = Set(operations.map(\.operation.conversation))
+        let replica = try replicaHolding(logs)
+        return Set(operations.filter { replica.withholds($0, from: user) }.map(\.id))
+    }
+
+    /// A replica with the logs of the merge groups of `logs` in memory: the store's own if it
+    /// has them (a copy: nothing here changes it), else one built from them alone.
+    private func replicaHolding(_ logs: Set<ConversationID>) throws -> Replica {
+        if let cached = state.withLock({ $0.replica }), cached.logsToLoad(forLogs: logs).isEmpty { return cached }
+        return try database.read { db in try Self.groupReplica(for: logs, localUser: localUser, in: db) }
+    }
+
+    /// A complete replica of the logs of the merge groups of `logs`, read from the operation table.
+    static func groupReplica(for logs: Set<ConversationID>, localUser: UserID, in db: Database) throws -> Replica {
+        var members: Set<ConversationID> = logs
+        for chunk in Array(logs).chunked(500) {
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            for data in try Data.fetchAll(
+                db, sql: """
+                    SELECT id FROM conversation WHERE canonical IN (SELECT canonical FROM conversation WHERE id IN (\(marks)))
+                    """, arguments: StatementArguments(chunk.map { Data($0.bytes) }))
+            {
+                members.insert(try WeftStore.Stored.conversationID(data, "conversation.id"))
+            }
+        }
+        var replica = Replica(localUser: localUser)
+        var operations: [SignedOperation] = []
+        // Each log lies whole in one chunk, in the order it was decided.
+        for chunk in members.sorted().chunked(500) {
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            operations += try Row.fetchAll(
+                db, sql: "SELECT id, wire FROM operation WHERE conversation IN (\(marks)) ORDER BY appliedOrder",
+                arguments: StatementArguments(chunk.map { Data($0.bytes) })
+            ).map(Self.decodeOperation)
+        }
+        _ = replica.apply(verified: operations)
+        return replica
+    }
+}

@@ -10,31 +10,38 @@ import WeftStore
 /// wrote it).
 ///
 /// Run it as a `Service` (in a `ServiceGroup`, which stops it on SIGTERM/SIGINT) or call
-/// `run()` in a task and cancel it. Until replication arrives the node only authenticates its
-/// peers; the composition is where replication will plug in between the node and the client.
+/// `run()` in a task and cancel it. The node replicates (`Replicator`): what the client writes
+/// reaches the node's peers, and what they send reaches the client.
 public final class InProcessNode: Service, Sendable {
     /// The mesh node: listener, dialers, one session per peer.
     public let node: MeshNode
     /// The client API over the node's store.
     public let client: WeftClient
-    private let onEvent: @Sendable (NodeEvent) -> Void
+    /// Replication between the node's peers and its store.
+    public let replicator: Replicator
 
     /// - Parameters:
     ///   - configuration: the node's identity, mesh key, addresses and policy; its identity
     ///     is the store's local user and the client's author.
     ///   - store: the store the node serves and the client reads and writes.
-    ///   - onEvent: called for every node event, in order. The node's events are consumed
-    ///     here, as `MeshNode` requires, so a slow handler slows only that peer's connection.
+    ///   - replication: replication's bounds and timings.
+    ///   - onEvent: called for every node event, in order. The node's events are consumed by
+    ///     replication, as `MeshNode` requires; a slow handler slows every peer's connection.
     public init(
-        configuration: MeshNode.Configuration, store: Store, logger: Logger = Logger(label: "weft.node"),
-        onEvent: @escaping @Sendable (NodeEvent) -> Void = { _ in }
+        configuration: MeshNode.Configuration, store: Store, replication: ReplicationConfiguration = ReplicationConfiguration(),
+        logger: Logger = Logger(label: "weft.node"), onEvent: @escaping @Sendable (NodeEvent) -> Void = { _ in }
     ) throws(WeftError) {
         guard configuration.identity.publicKey == store.localUser else {
             throw .notPermitted("the store belongs to user \(store.localUser), not to this node's identity \(configuration.identity.publicKey)")
         }
         self.client = try WeftClient(store: store, identity: configuration.identity)
         self.node = MeshNode(configuration: configuration, store: store, logger: logger)
-        self.onEvent = onEvent
+        do {
+            self.replicator = try Replicator(
+                node: node, mailbox: client.mailbox, configuration: replication, logger: logger, observer: onEvent)
+        } catch {
+            throw .storage("cannot read the store's log summaries: \(error)")
+        }
     }
 
     /// The store shared by the node and the client.
@@ -42,11 +49,6 @@ public final class InProcessNode: Service, Sendable {
 
     /// Runs the node until graceful shutdown or cancellation, handing each event to `onEvent`.
     public func run() async throws {
-        try await withThrowingDiscardingTaskGroup { group in
-            group.addTask { [node, onEvent] in
-                for await event in node.events { onEvent(event) }
-            }
-            try await node.run()
-        }
+        try await replicator.run()
     }
 }

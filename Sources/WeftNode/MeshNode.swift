@@ -376,9 +376,14 @@ public final class MeshNode: Service, Sendable {
         return new == old || new.lexicographicallyPrecedes(old)
     }
 
-    func sessionEnded(channel: any Channel) {
+    /// Unregisters a connection that ended. Returns whether it was its peer's connection (not
+    /// one refused or replaced by another).
+    @discardableResult
+    func sessionEnded(channel: any Channel) -> Bool {
         registry.withLock { registry in
-            registry.sessions = registry.sessions.filter { $0.value.channel !== channel }
+            guard let peer = registry.sessions.first(where: { $0.value.channel === channel })?.key else { return false }
+            registry.sessions[peer] = nil
+            return true
         }
     }
 

@@ -44,8 +44,10 @@ struct PeerSession: Sendable {
                         case .ended(let end):
                             // Unregister before reporting, so whoever sees the end also sees the
                             // peer gone from `connectedPeers`.
-                            node.sessionEnded(channel: connection.channel)
-                            await node.report(.connectionEnded(peer: peer, address: address, end))
+                            // A connection replaced by a newer one with the same peer ends
+                            // without naming it: the peer is still connected.
+                            let wasCurrent = node.sessionEnded(channel: connection.channel)
+                            await node.report(.connectionEnded(peer: wasCurrent ? peer : nil, address: address, end))
                         }
                     }
                 }

@@ -28,6 +28,33 @@ extension Store {
         try await setState(of: message, to: .sent)
     }
 
+    /// A peer acknowledged storing these operations (SPEC.md §14): those of them in the outbox
+    /// are sent, in one transaction. Operations with no entry (someone else's, or not a
+    /// message) are ignored; a message that had failed (its time to live ran out) and still
+    /// reached a node is sent after all. Returns the messages that became sent.
+    @discardableResult
+    public func markSent(among operations: [OperationID]) async throws -> [OperationID] {
+        guard !operations.isEmpty else { return [] }
+        return try await write { db in
+            var changes: [OutboxChange] = []
+            for chunk in operations.chunked(500) {
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                let entries = try Row.fetchAll(
+                    db, sql: "\(Self.outboxColumns) WHERE state != 'sent' AND message IN (\(marks))",
+                    arguments: StatementArguments(chunk.map { Data($0.bytes) })
+                ).map(OutboxEntry.init(row:))
+                for var entry in entries {
+                    try db.execute(
+                        sql: "UPDATE outbox SET state = 'sent', reason = NULL WHERE message = ?", arguments: [Data(entry.message.bytes)])
+                    let previous = entry.state
+                    entry.state = .sent
+                    changes.append(try Self.change(entry, from: previous, in: db))
+                }
+            }
+            return (changes.map(\.entry.message), Publication(outbox: changes))
+        }
+    }
+
     /// The message failed for good, with the reason (one line, for the sender's callback).
     public func markFailed(_ message: OperationID, reason: String) async throws {
         try await setState(of: message, to: .failed(reason: reason))

@@ -34,9 +34,9 @@ struct InProcessNodeTests {
     }
 
     /// Polls `condition` until it holds or 10 s pass.
-    static func eventually(_ what: String, _ condition: () throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while try !condition() {
+    static func eventually(_ what: String, within seconds: Int = 10, _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while try await !condition() {
             guard ContinuousClock.now < deadline else {
                 Issue.record("timed out waiting for \(what)")
                 throw CancellationError()

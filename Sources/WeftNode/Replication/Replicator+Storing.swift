@@ -1,0 +1,118 @@
+import WeftModel
+import WeftStore
+import WeftSync
+
+/// Operations peers acknowledged, waiting to be marked sent in one transaction.
+struct Acknowledgements: ~Copyable {
+    var ids: [OperationID] = []
+    var waiting: CheckedContinuation<Void, Never>?
+    var closed = false
+
+    mutating func add(_ more: [OperationID]) {
+        guard !closed else { return }
+        ids += more
+        waiting?.resume()
+        waiting = nil
+    }
+
+    mutating func close() {
+        closed = true
+        waiting?.resume()
+        waiting = nil
+    }
+}
+
+extension Replicator {
+    /// The storer: every flush interval, stores what arrived meanwhile in one commit (with the
+    /// local user's delivered receipts, one per conversation), then reports it to the core per
+    /// source peer.
+    func storeReceived() async {
+        while !Task.isCancelled {
+            await unstored.waitForOperations()
+            if unstored.isClosed { return }
+            try? await Task.sleep(for: configuration.flushInterval)
+            let items = unstored.take(configuration.maxFlushOperations)
+            guard !items.isEmpty else { continue }
+            let operations = items.map(\.operation)
+            inFlight.withLock { inFlight in for signed in operations { inFlight.insert(signed.id) } }
+            do {
+                let applied = try await mailbox.receive(operations)
+                let new = Set(applied.newOperations)
+                // Only commits of new operations appear on the change stream.
+                inFlight.withLock { inFlight in for signed in operations where !new.contains(signed.id) { inFlight.remove(signed.id) } }
+                for outcome in outcomes(of: items, applied: applied) { feed(.stored(outcome)) }
+            } catch {
+                logger.error("cannot store \(operations.count) received operation(s): \(error)")
+                inFlight.withLock { inFlight in for signed in operations { inFlight.remove(signed.id) } }
+                // The core forgets it saw them, so they are taken again when offered again.
+                var bySource: [PeerID: [OperationID]] = [:]
+                for item in items { bySource[item.source, default: []].append(item.operation.id) }
+                for (source, ids) in bySource.sorted(by: { $0.key < $1.key }) {
+                    feed(.stored(StoreOutcome(summaries: [], stored: [], refused: ids, source: source)))
+                }
+            }
+            unstored.stored()
+        }
+    }
+
+    /// One outcome per source peer (what it sent that was new, duplicate, pending, refused),
+    /// then one for what the commit stored of the local user's (its delivered receipts).
+    func outcomes(of items: [UnstoredOperations.Item], applied: Store.Applied) -> [StoreOutcome] {
+        let pending = Set(applied.report.pending)
+        let refused = Set(applied.refused.map(\.operation))
+        let pushable = Dictionary(applied.storedOperations.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        var outcomes: [PeerID: StoreOutcome] = [:]
+        var order: [PeerID] = []
+        var taken: Set<OperationID> = []
+        for item in items {
+            let id = item.operation.id
+            if outcomes[item.source] == nil {
+                outcomes[item.source] = StoreOutcome(summaries: [], stored: [], source: item.source)
+                order.append(item.source)
+            }
+            if refused.contains(id) {
+                outcomes[item.source]?.refused.append(id)
+            } else if let signed = pushable[id], taken.insert(id).inserted {
+                outcomes[item.source]?.stored.append(signed)
+            } else if !applied.newOperations.contains(id) || !taken.insert(id).inserted {
+                outcomes[item.source]?.duplicates += 1
+            }
+            if pending.contains(id) {
+                outcomes[item.source]?.pending += 1
+                outcomes[item.source]?.pendingByteCount += SyncMessage.byteCount(of: item.operation)
+            }
+        }
+        var result = order.compactMap { outcomes[$0] }
+        if !result.isEmpty { result[0].summaries = applied.summaries }
+        let local = applied.storedOperations.filter { !taken.contains($0.id) }
+        if !local.isEmpty { result.append(StoreOutcome(summaries: [], stored: local)) }
+        return result
+    }
+
+    /// Marks acknowledged messages sent, in one transaction for all that arrived meanwhile.
+    func markAcknowledged() async {
+        while !Task.isCancelled {
+            await withCheckedContinuation { continuation in
+                let ready = acknowledgements.withLock { state in
+                    if !state.ids.isEmpty || state.closed { return true }
+                    state.waiting = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+            let ids = acknowledgements.withLock { state in
+                defer { state.ids = [] }
+                return state.ids
+            }
+            guard !ids.isEmpty else {
+                if acknowledgements.withLock({ $0.closed }) { return }
+                continue
+            }
+            do {
+                try await store.markSent(among: ids)
+            } catch {
+                logger.error("cannot mark \(ids.count) acknowledged operation(s) sent: \(error)")
+            }
+        }
+    }
+}

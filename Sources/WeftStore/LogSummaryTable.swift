@@ -58,7 +58,7 @@ struct LogSummaryTable {
 
     /// Adds operations stored for the first time (each once) to their logs' summaries. A log
     /// that was pruned loses its tombstone first: its operations are held again from scratch
-    /// (SPEC.md §13.9). New logs start unpublished; `publish(_:)` publishes.
+    /// (SPEC.md §13.8). New logs start unpublished; `publish(_:)` publishes.
     func add(_ operations: [Stored]) throws {
         for (conversation, ops) in Dictionary(grouping: operations, by: \.conversation) {
             let key = Data(conversation.bytes)

@@ -113,6 +113,10 @@ struct DeliveryTests {
         #expect(failed == [bob])
         #expect(try await alice.message(first.id)?.failureReason(for: bob) == "rejected: its timestamp is ahead")
         #expect(try await alice.store.failDelivery(of: first.id, reason: .rejected("again"), wallMilliseconds: clock.read()).isEmpty)
+        let unknown = OperationID(bytes: [UInt8](repeating: 7, count: 32))!
+        await #expect(throws: StoreError.self) {
+            try await alice.store.failDelivery(of: unknown, reason: .rejected("?"), wallMilliseconds: clock.read())
+        }
 
         clock.advance(12 * 3_600_000)
         let expired = try await alice.store.expireOutbox(wallMilliseconds: clock.read())

@@ -58,14 +58,15 @@ struct LogSummaryTable {
 
     /// Adds operations stored for the first time (each once) to their logs' summaries. A log
     /// that was pruned loses its tombstone first: its operations are held again from scratch
-    /// (SPEC.md §13.9). New logs start unpublished; `publish(_:)` publishes.
-    func add(_ operations: [Stored]) throws {
+    /// (SPEC.md §13.8). A new log is published if it is among `publishing`, else it starts
+    /// unpublished (`publish(_:)` publishes logs held before).
+    func add(_ operations: [Stored], publishing: Set<ConversationID> = []) throws {
         for (conversation, ops) in Dictionary(grouping: operations, by: \.conversation) {
             let key = Data(conversation.bytes)
             var digest = SetDigest()
             var count = 0
             var lastActivity = HLCTimestamp(rawValue: 0)
-            var isPublished = false
+            var isPublished = publishing.contains(conversation)
             if let row = try Row.fetchOne(
                 db, sql: "SELECT digest, operationCount, lastActivity, isPublished, isPruned FROM log_summary WHERE conversation = ?",
                 arguments: [key])

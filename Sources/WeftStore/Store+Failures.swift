@@ -44,8 +44,8 @@ extension Store {
         of message: OperationID, to recipients: Set<UserID>? = nil, reason: DeliveryFailure, wallMilliseconds: UInt64
     ) async throws -> Set<UserID> {
         try await write { db in
-            guard let before = try Self.messageSnapshot(message, in: db) else {
-                throw StoreError(.unknownMessage, "the store has no message \(message)")
+            guard let before = try Self.messageSnapshot(message, in: db), before.sender == self.localUser else {
+                throw StoreError(.unknownMessage, "the store has no message \(message) of the local user")
             }
             let failed = try Self.recordFailures(of: before, to: recipients, reason: reason.description, now: wallMilliseconds, in: db)
             guard !failed.isEmpty, let after = try Self.messageSnapshot(message, in: db) else { return (failed, Publication()) }

@@ -20,8 +20,10 @@ extension Store {
     static func recordStored(_ new: [SignedOperation], publishing: Set<ConversationID>, in db: Database) throws -> StoredRecord {
         guard !new.isEmpty || !publishing.isEmpty else { return StoredRecord() }
         let table = LogSummaryTable(db: db)
-        try table.add(new.map(LogSummaryTable.Stored.init))
+        // Logs held before and published now; a log new in this transaction is published as
+        // it is added.
         let newlyPublished = try table.publish(publishing)
+        try table.add(new.map(LogSummaryTable.Stored.init), publishing: publishing)
         let touched = Set(new.map(\.operation.conversation)).union(newlyPublished)
         guard !touched.isEmpty else { return StoredRecord() }
         let summaries = try table.summaries(of: touched.sorted())

@@ -45,8 +45,7 @@ extension Store {
                     }
                     // A peer created it: published, like every log received.
                     let summaries = LogSummaryTable(db: db)
-                    try summaries.add(conversation.operations.map(LogSummaryTable.Stored.init))
-                    _ = try summaries.publish([conversation.snapshot.id])
+                    try summaries.add(conversation.operations.map(LogSummaryTable.Stored.init), publishing: [conversation.snapshot.id])
                     try rows.writeConversation(conversation.snapshot, properties: nil)
                     for message in conversation.messages {
                         try rows.insertMessage(message, isUnread: message.sender != localUser)

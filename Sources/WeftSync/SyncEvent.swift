@@ -31,7 +31,8 @@ public enum SyncAction: Sendable, Equatable {
     /// Read the held operations of the log above `beyond` from the store, in causal order,
     /// and send them as OPERATIONS (not pushed) in messages that fit a DATA frame.
     case sendStored(PeerID, ConversationID, beyond: VersionVector)
-    /// Read these operations from the store (those held) and send them as OPERATIONS.
+    /// Read these operations from the store (those held) and send them as OPERATIONS. Issued
+    /// whatever the peer's writability: a few operations a peer asked for by identifier.
     case sendStoredOperations(PeerID, [OperationID])
     /// The peer acknowledged storing these operations (STORED): a message of the local user
     /// among them is now *sent*.

@@ -152,6 +152,8 @@ struct CrashTests {
             // The tables equal a replica rebuilt from the log.
             let replica = try store.replica
             try expectStore(store, matches: replica)
+            // The log summaries were written in the same transactions: they equal a scan.
+            try LogSummaryTests.expectSummariesMatchScan(store)
 
             // Every local message has its outbox entry, and every entry its message.
             let localMessages = Set(

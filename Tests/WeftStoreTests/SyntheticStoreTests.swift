@@ -21,6 +21,8 @@ struct SyntheticStoreTests {
         let replica = try store.replica
         #expect(replica.conversationIDs.count == 20)
         try expectStore(store, matches: replica)
+        try LogSummaryTests.expectSummariesMatchScan(store)
+        #expect(try store.logSummaries().allSatisfy(\.isPublished), "a peer created each")
 
         var author = Author(identity: local)
         let conversation = replica.conversationIDs[3]
@@ -30,5 +32,6 @@ struct SyntheticStoreTests {
         _ = try await store.commitLocal([post])
         #expect(try store.conversation(conversation)?.messageCount == 16)
         try expectStore(store, matches: try store.replica)
+        try LogSummaryTests.expectSummariesMatchScan(store)
     }
 }

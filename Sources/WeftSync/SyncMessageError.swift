@@ -8,6 +8,10 @@ public struct SyncMessageError: Error, Hashable, Sendable, CustomStringConvertib
         case empty
         case unknownType(UInt8)
         case tooLarge(Int)
+        case truncated(SyncMessageType)
+        case trailingBytes(SyncMessageType, Int)
+        case invalidBody(SyncMessageType, String)
+        case invalidOperation(index: Int, String)
     }
 
     private let kind: Kind
@@ -19,11 +23,19 @@ public struct SyncMessageError: Error, Hashable, Sendable, CustomStringConvertib
     public static func unknownType(_ type: UInt8) -> Self { Self(.unknownType(type)) }
     /// A body of `byteCount` bytes, over `SyncEnvelope.maxBodyByteCount`.
     public static func tooLarge(_ byteCount: Int) -> Self { Self(.tooLarge(byteCount)) }
+    /// A body that ends inside a field, or whose count promises more entries than it holds.
+    public static func truncated(_ type: SyncMessageType) -> Self { Self(.truncated(type)) }
+    /// A body with `count` bytes left after its last field.
+    public static func trailingBytes(_ type: SyncMessageType, _ count: Int) -> Self { Self(.trailingBytes(type, count)) }
+    /// A body whose fields are all there but break a rule of its section (order, flags, zero values).
+    public static func invalidBody(_ type: SyncMessageType, _ reason: String) -> Self { Self(.invalidBody(type, reason)) }
+    /// An OPERATIONS body whose operation at `index` is not a well-formed §12.1 wire form.
+    public static func invalidOperation(index: Int, _ reason: String) -> Self { Self(.invalidOperation(index: index, reason)) }
 
     /// The code of the ERROR frame that answers this input from a peer.
     public var code: ErrorCode {
         switch kind {
-        case .empty, .tooLarge: .malformedSyncMessage
+        case .empty, .tooLarge, .truncated, .trailingBytes, .invalidBody, .invalidOperation: .malformedSyncMessage
         case .unknownType: .unknownSyncMessageType
         }
     }
@@ -35,6 +47,10 @@ public struct SyncMessageError: Error, Hashable, Sendable, CustomStringConvertib
             "unknown sync message type 0x\(type < 16 ? "0" : "")\(String(type, radix: 16))"
         case .tooLarge(let count):
             "a sync message body of \(count) bytes is over the limit of \(SyncEnvelope.maxBodyByteCount)"
+        case .truncated(let type): "malformed \(type) message: the body ends early"
+        case .trailingBytes(let type, let count): "malformed \(type) message: \(count) bytes after the last field"
+        case .invalidBody(let type, let reason): "malformed \(type) message: \(reason)"
+        case .invalidOperation(let index, let reason): "malformed OPERATIONS message: operation \(index): \(reason)"
         }
     }
 }

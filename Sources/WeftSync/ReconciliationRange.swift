@@ -65,8 +65,7 @@ public struct RangeFingerprint: Hashable, Sendable, CustomStringConvertible {
     }
 
     init(sum: Sum256, count: Int) {
-        var countBytes: [UInt8] = []
-        for shift in stride(from: 56, through: 0, by: -8) { countBytes.append(UInt8(truncatingIfNeeded: UInt64(count) >> UInt64(shift))) }
+        let countBytes = withUnsafeBytes(of: UInt64(count).bigEndian) { Array($0) }
         bytes = BLAKE2b.hash(sum.littleEndianBytes, countBytes, outputByteCount: Self.byteCount)
     }
 

@@ -20,14 +20,16 @@ public struct ReconciliationSet: Sendable {
     /// The set of `summaries`: for each conversation its log's digest. A conversation listed
     /// twice keeps its last digest.
     public init(_ summaries: [(ConversationID, SetDigest)]) {
-        var items = summaries.enumerated().map { (key: ReconciliationKey($0.element.0), order: $0.offset, digest: $0.element.1) }
-        items.sort { ($0.key, $0.order) < ($1.key, $1.order) }
+        var items = summaries.enumerated().map {
+            (key: ReconciliationKey($0.element.0), order: $0.offset, conversation: $0.element.0, digest: $0.element.1)
+        }
+        items.sort { $0.key < $1.key || ($0.key == $1.key && $0.order < $1.order) }
         keys.reserveCapacity(items.count)
         hashes.reserveCapacity(items.count)
         for (index, item) in items.enumerated() {
             if index + 1 < items.count, items[index + 1].key == item.key { continue }
             keys.append(item.key)
-            hashes.append(ItemHash(conversation: item.key, digest: item.digest))
+            hashes.append(ItemHash(conversation: item.conversation, digest: item.digest))
         }
         rebuildTree()
     }
@@ -43,7 +45,7 @@ public struct ReconciliationSet: Sendable {
     /// Sets the digest of `conversation`'s log, adding the conversation if it is new.
     public mutating func update(_ conversation: ConversationID, digest: SetDigest) {
         let key = ReconciliationKey(conversation)
-        let hash = ItemHash(conversation: key, digest: digest)
+        let hash = ItemHash(conversation: conversation, digest: digest)
         let index = firstIndex(notBelow: key)
         if index < keys.count, keys[index] == key {
             let delta = hash.sum - hashes[index].sum
@@ -139,24 +141,33 @@ struct ReconciliationKey: Hashable, Comparable, Sendable {
     }
 
     /// The key of up to 16 bytes, padded with zero bytes on the right.
-    init(bytes: some Collection<UInt8>) {
-        var high: UInt64 = 0
-        var low: UInt64 = 0
-        for (offset, byte) in bytes.enumerated() {
-            if offset < 8 { high |= UInt64(byte) << (56 - 8 * offset) } else { low |= UInt64(byte) << (56 - 8 * (offset - 8)) }
+    init(bytes: [UInt8]) {
+        if bytes.count == 16 {
+            self.init(words: bytes)
+        } else {
+            self.init(words: bytes + [UInt8](repeating: 0, count: 16 - bytes.count))
+        }
+    }
+
+    private init(words bytes: [UInt8]) {
+        let (high, low) = bytes.withUnsafeBytes { raw in
+            (UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+             UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
         }
         self.init(high: high, low: low)
     }
 
     var bytes: [UInt8] {
-        (0..<16).map { offset in
-            offset < 8 ? UInt8(truncatingIfNeeded: high >> (56 - 8 * offset)) : UInt8(truncatingIfNeeded: low >> (56 - 8 * (offset - 8)))
+        [UInt8](unsafeUninitializedCapacity: 16) { buffer, count in
+            UnsafeMutableRawBufferPointer(buffer).storeBytes(of: high.bigEndian, toByteOffset: 0, as: UInt64.self)
+            UnsafeMutableRawBufferPointer(buffer).storeBytes(of: low.bigEndian, toByteOffset: 8, as: UInt64.self)
+            count = 16
         }
     }
 
     var conversation: ConversationID { ConversationID(bytes: bytes)! }
 
-    static func < (lhs: Self, rhs: Self) -> Bool { (lhs.high, lhs.low) < (rhs.high, rhs.low) }
+    static func < (lhs: Self, rhs: Self) -> Bool { lhs.high < rhs.high || (lhs.high == rhs.high && lhs.low < rhs.low) }
 
     /// The shortest bound above `lower` and at or below `upper` (`lower < upper`): `upper`'s
     /// bytes up to and including the first one where the two differ.
@@ -175,10 +186,21 @@ struct ItemHash: Hashable, Sendable {
     var sum: Sum256
     var prefix: UInt64
 
-    init(conversation: ReconciliationKey, digest: SetDigest) {
-        let bytes = BLAKE2b.hash(conversation.bytes, digest.bytes, outputByteCount: 32)
+    init(conversation: ConversationID, digest: SetDigest) {
+        // One buffer, no joining: this runs for every log at startup.
+        let limbs = digest.limbs
+        let input = [UInt8](unsafeUninitializedCapacity: 48) { buffer, count in
+            let raw = UnsafeMutableRawBufferPointer(buffer)
+            conversation.bytes.withUnsafeBytes { raw.copyMemory(from: $0) }
+            raw.storeBytes(of: limbs.0.littleEndian, toByteOffset: 16, as: UInt64.self)
+            raw.storeBytes(of: limbs.1.littleEndian, toByteOffset: 24, as: UInt64.self)
+            raw.storeBytes(of: limbs.2.littleEndian, toByteOffset: 32, as: UInt64.self)
+            raw.storeBytes(of: limbs.3.littleEndian, toByteOffset: 40, as: UInt64.self)
+            count = 48
+        }
+        let bytes = BLAKE2b.hash(input, outputByteCount: 32)
         sum = Sum256(littleEndian: bytes)
-        prefix = bytes[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        prefix = bytes.withUnsafeBytes { UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)) }
     }
 }
 
@@ -191,15 +213,25 @@ struct Sum256: Hashable, Sendable {
 
     init(limbs: (UInt64, UInt64, UInt64, UInt64)) { self.limbs = limbs }
 
+    /// The number whose 32-byte little-endian form is `bytes`.
     init(littleEndian bytes: [UInt8]) {
-        func limb(_ offset: Int) -> UInt64 {
-            (0..<8).reduce(0) { $0 | UInt64(bytes[offset + $1]) << (8 * $1) }
+        limbs = bytes.withUnsafeBytes { raw in
+            (UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+             UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+             UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)),
+             UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)))
         }
-        limbs = (limb(0), limb(8), limb(16), limb(24))
     }
 
     var littleEndianBytes: [UInt8] {
-        [limbs.0, limbs.1, limbs.2, limbs.3].flatMap { limb in (0..<8).map { UInt8(truncatingIfNeeded: limb >> (8 * $0)) } }
+        [UInt8](unsafeUninitializedCapacity: 32) { buffer, count in
+            let raw = UnsafeMutableRawBufferPointer(buffer)
+            raw.storeBytes(of: limbs.0.littleEndian, toByteOffset: 0, as: UInt64.self)
+            raw.storeBytes(of: limbs.1.littleEndian, toByteOffset: 8, as: UInt64.self)
+            raw.storeBytes(of: limbs.2.littleEndian, toByteOffset: 16, as: UInt64.self)
+            raw.storeBytes(of: limbs.3.littleEndian, toByteOffset: 24, as: UInt64.self)
+            count = 32
+        }
     }
 
     static func + (lhs: Self, rhs: Self) -> Self {

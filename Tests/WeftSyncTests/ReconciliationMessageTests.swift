@@ -29,7 +29,9 @@ struct ReconciliationMessageTests {
             var buffer = ByteBuffer(bytes: [0xaa])
             #expect(message.encodeBody(into: &buffer) == body.count)
             #expect(try HaveMessage(body: buffer.getSlice(at: 1, length: body.count)!) == message)
-            for length in 0..<body.count {
+            // Every short prefix, then prefixes cut at a stride (each read is linear, so every
+            // prefix of a long body would be quadratic).
+            for length in stride(from: 0, to: body.count, by: body.count < 256 ? 1 : 7) {
                 #expect(throws: SyncMessageError.truncated(.have)) { try HaveMessage(body: Array(body[..<length])) }
             }
         }
@@ -68,17 +70,18 @@ struct ReconciliationMessageTests {
     @Test("a reply to the largest hostile HAVE keeps the limits")
     func boundedReply() throws {
         var random = SeededGenerator(seed: 13)
-        let set = ReconciliationSet((0..<20_000).map { _ in (random.conversation(), random.digest()) })
-        // 4095 fingerprint ranges that all differ, then one to the end: the responder splits
-        // what fits and fingerprints the rest.
-        var ranges: [ReconciliationRange] = (1..<HaveMessage.maxRangeCount).map { index in
+        let set = ReconciliationSet((0..<10_000).map { _ in (random.conversation(), random.digest()) })
+        // 299 fingerprint ranges of about 33 items that all differ, then one to the end: the
+        // responder splits each into 16 while they fit and fingerprints the rest.
+        var ranges: [ReconciliationRange] = (1..<300).map { index in
             ReconciliationRange(
-                upperBound: ReconciliationBound(prefix: [UInt8(index >> 4), UInt8(truncatingIfNeeded: index << 4)])!,
+                upperBound: ReconciliationBound(prefix: [UInt8((index * 216) >> 8), UInt8(truncatingIfNeeded: index * 216)])!,
                 mode: .fingerprint(RangeFingerprint(bytes: random.bytes(16))!))
         }
         ranges.append(ReconciliationRange(upperBound: .end, mode: .fingerprint(RangeFingerprint(bytes: random.bytes(16))!)))
         let reply = try #require(Reconciler(set: set).respond(to: try HaveMessage(ranges: ranges)).reply)
         #expect(reply.ranges.count <= HaveMessage.maxRangeCount)
+        #expect(reply.ranges.count > HaveMessage.maxRangeCount - Reconciler.splitCount - 2)
         #expect(reply.ranges.last?.upperBound == .end)
         #expect(try HaveMessage(body: reply.bodyBytes) == reply)
         #expect(reply.bodyBytes.count <= SyncEnvelope.maxBodyByteCount)

@@ -17,7 +17,13 @@ struct SeededGenerator: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 
-    mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255, using: &self) } }
+    mutating func bytes(_ count: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count + 7)
+        while bytes.count < count { withUnsafeBytes(of: next()) { bytes.append(contentsOf: $0) } }
+        bytes.removeLast(bytes.count - count)
+        return bytes
+    }
 
     mutating func conversation() -> ConversationID { ConversationID(bytes: bytes(16))! }
 

@@ -34,6 +34,21 @@ public struct ReconciliationSet: Sendable {
         rebuildTree()
     }
 
+    /// The set of the published logs among `summaries` (a log still local to its node takes no
+    /// part in reconciliation, SPEC.md §14.3).
+    public init(published summaries: some Sequence<LogSummary>) {
+        self.init(summaries.filter(\.isPublished).map { ($0.conversation, $0.digest) })
+    }
+
+    /// Takes in a log's new summary: its digest if it is published, else it leaves the set.
+    public mutating func update(_ summary: LogSummary) {
+        if summary.isPublished {
+            update(summary.conversation, digest: summary.digest)
+        } else {
+            remove(summary.conversation)
+        }
+    }
+
     /// The number of conversations.
     public var count: Int { keys.count }
 

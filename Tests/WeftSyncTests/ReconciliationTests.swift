@@ -156,6 +156,27 @@ struct ReconciliationSetTests {
         #expect(set.count == current.count)
     }
 
+    @Test("only published logs take part; a summary updates or removes its log")
+    func summaries() throws {
+        var random = SeededGenerator(seed: 8)
+        let published = LogSummary(conversation: random.conversation(), digest: random.digest())
+        let local = LogSummary(conversation: random.conversation(), digest: random.digest(), isPublished: false)
+        var set = ReconciliationSet(published: [published, local])
+        #expect(set.conversations == [published.conversation])
+
+        var changed = published
+        changed.digest = random.digest()
+        set.update(changed)
+        #expect(Self.sentFingerprint(set) == Self.fingerprint([(changed.conversation, changed.digest)]))
+        var announced = local
+        announced.isPublished = true
+        set.update(announced)
+        #expect(set.count == 2)
+        changed.isPublished = false
+        set.update(changed)
+        #expect(set.conversations == [announced.conversation])
+    }
+
     @Test("a conversation listed twice keeps its last digest")
     func duplicates() throws {
         var random = SeededGenerator(seed: 5)

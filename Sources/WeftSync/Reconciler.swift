@@ -14,7 +14,8 @@ import WeftModel
 /// while a reconciliation runs may be missed by it; push carries such changes.
 public struct Reconciler: Sendable {
     /// A side with at most this many items in a range whose fingerprints differ sends them as
-    /// an id-list; with more, it splits the range.
+    /// an id-list; with more, it splits the range. At least `splitCount`, so no part of a
+    /// split is empty.
     public static let idListThreshold = 16
     /// How many sub-ranges a range with differing fingerprints splits into.
     public static let splitCount = 16
@@ -42,59 +43,75 @@ public struct Reconciler: Sendable {
         var reply = ReplyWriter()
         var differing: [ConversationID] = []
         var lowerIndex = 0
-        var collapsed = false
         for range in message.ranges {
             let upperIndex = set.index(of: range.upperBound)
             defer { lowerIndex = upperIndex }
             switch range.mode {
             case .skip:
-                if !collapsed { reply.skip(to: range.upperBound) }
+                reply.skip(to: range.upperBound)
             case .differing(let conversations):
                 differing += conversations
-                if !collapsed { reply.skip(to: range.upperBound) }
+                reply.skip(to: range.upperBound)
             case .fingerprint(let theirs):
-                guard !collapsed else { continue }
-                let indices = lowerIndex..<upperIndex
-                if set.fingerprint(indices) == theirs {
-                    reply.skip(to: range.upperBound)
-                } else if indices.count <= Self.idListThreshold, reply.fits(ranges: 1, entries: indices.count) {
-                    reply.add(ReconciliationRange(upperBound: range.upperBound, mode: .idList(items(indices))))
-                } else if indices.count > Self.idListThreshold, reply.fits(ranges: Self.splitCount, entries: 0) {
-                    for subrange in split(indices, upperBound: range.upperBound) { reply.add(subrange) }
-                } else {
-                    collapsed = true
-                    reply.collapse(fingerprint: set.fingerprint(lowerIndex..<set.count))
-                }
+                answer(fingerprint: theirs, lowerIndex..<upperIndex, upperBound: range.upperBound, into: &reply)
             case .idList(let theirs):
-                guard !collapsed else { continue }
-                let budget = reply.remainingEntries
-                guard budget > 0, reply.fits(ranges: 1, entries: 1) else {
-                    collapsed = true
-                    reply.collapse(fingerprint: set.fingerprint(lowerIndex..<set.count))
-                    continue
-                }
-                let found = difference(theirs, lowerIndex..<upperIndex, limit: budget + 1)
-                if found.count <= budget {
-                    differing += found.map(\.conversation)
-                    if found.isEmpty {
-                        reply.skip(to: range.upperBound)
-                    } else {
-                        reply.add(ReconciliationRange(upperBound: range.upperBound, mode: .differing(found.map(\.conversation))))
-                    }
-                } else {
-                    // More differences than this message may carry: settle those below the
-                    // next one, and fingerprint the rest for the peer to split again.
-                    let settled = found.prefix(budget)
-                    let bound = ReconciliationKey.separator(between: settled.last!, and: found[budget])
-                    differing += settled.map(\.conversation)
-                    reply.add(ReconciliationRange(upperBound: bound, mode: .differing(settled.map(\.conversation))))
-                    collapsed = true
-                    reply.collapse(fingerprint: set.fingerprint(set.index(of: bound)..<set.count))
-                }
+                differing += answer(idList: theirs, lowerIndex..<upperIndex, upperBound: range.upperBound, into: &reply)
             }
         }
         guard message.expectsReply else { return (nil, differing) }
         return (reply.message, differing)
+    }
+
+    // MARK: - Answers
+
+    /// Skip if our fingerprint of `indices` is `theirs`; else our id-list if we hold few items
+    /// there, or a split; or a collapse if the answer does not fit.
+    private func answer(
+        fingerprint theirs: RangeFingerprint, _ indices: Range<Int>, upperBound: ReconciliationBound,
+        into reply: inout ReplyWriter
+    ) {
+        guard !reply.isCollapsed else { return }
+        if set.fingerprint(indices) == theirs {
+            reply.skip(to: upperBound)
+        } else if indices.count <= Self.idListThreshold, reply.fits(ranges: 1, entries: indices.count) {
+            reply.add(ReconciliationRange(upperBound: upperBound, mode: .idList(items(indices))))
+        } else if indices.count > Self.idListThreshold, reply.fits(ranges: Self.splitCount, entries: 0) {
+            for subrange in split(indices, upperBound: upperBound) { reply.add(subrange) }
+        } else {
+            reply.collapse(fingerprint: set.fingerprint(indices.lowerBound..<set.count))
+        }
+    }
+
+    /// The difference between the peer's id-list and our items at `indices`, as a differing
+    /// range (or a skip if there is none); returns what it settled. A difference too large for
+    /// the reply is settled in part, and the rest collapsed.
+    private func answer(
+        idList theirs: [ReconciliationItem], _ indices: Range<Int>, upperBound: ReconciliationBound,
+        into reply: inout ReplyWriter
+    ) -> [ConversationID] {
+        guard !reply.isCollapsed else { return [] }
+        let budget = reply.remainingEntries
+        guard budget > 0, reply.fits(ranges: 1, entries: 1) else {
+            reply.collapse(fingerprint: set.fingerprint(indices.lowerBound..<set.count))
+            return []
+        }
+        let found = difference(theirs, indices, limit: budget + 1)
+        if found.isEmpty {
+            reply.skip(to: upperBound)
+            return []
+        }
+        if found.count <= budget {
+            let settled = found.map(\.conversation)
+            reply.add(ReconciliationRange(upperBound: upperBound, mode: .differing(settled)))
+            return settled
+        }
+        // More differences than this reply may carry: settle those below the next one, and
+        // fingerprint the rest for the peer to split again.
+        let bound = ReconciliationKey.separator(between: found[budget - 1], and: found[budget])
+        let settled = found[..<budget].map(\.conversation)
+        reply.add(ReconciliationRange(upperBound: bound, mode: .differing(settled)))
+        reply.collapse(fingerprint: set.fingerprint(set.index(of: bound)..<set.count))
+        return settled
     }
 
     // MARK: - Steps
@@ -151,6 +168,8 @@ private struct ReplyWriter {
     private var ranges: [ReconciliationRange] = []
     private var pendingSkip: ReconciliationBound?
     private var entryCount = 0
+    /// Whether the reply ends with a collapse: later ranges get no answer, skips included.
+    private(set) var isCollapsed = false
 
     var remainingEntries: Int { HaveMessage.maxEntryCount - entryCount }
 
@@ -161,7 +180,7 @@ private struct ReplyWriter {
     }
 
     mutating func skip(to bound: ReconciliationBound) {
-        pendingSkip = bound
+        if !isCollapsed { pendingSkip = bound }
     }
 
     mutating func add(_ range: ReconciliationRange) {
@@ -174,6 +193,7 @@ private struct ReplyWriter {
     /// Ends the reply with one fingerprint from where it stands to the end.
     mutating func collapse(fingerprint: RangeFingerprint) {
         add(ReconciliationRange(upperBound: .end, mode: .fingerprint(fingerprint)))
+        isCollapsed = true
     }
 
     var message: HaveMessage { HaveMessage.built(ranges) }

@@ -32,6 +32,19 @@ public struct SyncMessageError: Error, Hashable, Sendable, CustomStringConvertib
     /// An OPERATIONS body whose operation at `index` is not a well-formed §12.1 wire form.
     public static func invalidOperation(index: Int, _ reason: String) -> Self { Self(.invalidOperation(index: index, reason)) }
 
+    /// The error's name in the vector files (`Protocol/vectors/sync-messages.json`).
+    var vectorName: String {
+        switch kind {
+        case .empty: "empty"
+        case .unknownType: "unknownType"
+        case .tooLarge: "tooLarge"
+        case .truncated: "truncated"
+        case .trailingBytes: "trailingBytes"
+        case .invalidBody: "invalidBody"
+        case .invalidOperation: "invalidOperation"
+        }
+    }
+
     /// The code of the ERROR frame that answers this input from a peer.
     public var code: ErrorCode {
         switch kind {

@@ -1,0 +1,280 @@
+import WeftCrypto
+import WeftModel
+
+/// The items a node offers to reconciliation (SPEC.md §14.3): one per published conversation
+/// log, keyed by conversation identifier (ascending by bytes), valued by the log's digest.
+///
+/// Kept sorted, with the item hashes in a Fenwick tree of 256-bit sums, so the fingerprint of
+/// any range costs O(log n) and a log's new digest (every message changes one) costs O(log n)
+/// too. Adding or removing a conversation shifts the array and rebuilds the tree in O(n): a
+/// few microseconds per thousand logs, and conversations appear far less often than messages.
+public struct ReconciliationSet: Sendable {
+    /// Conversation identifiers in ascending order.
+    private(set) var keys: [ReconciliationKey] = []
+    /// `hashes[i]` is the item hash of `keys[i]`.
+    private(set) var hashes: [ItemHash] = []
+    /// Prefix sums of `hashes`, in Fenwick layout: `tree[i]` (1-based) covers the
+    /// `i & -i` hashes ending at index `i - 1`.
+    private var tree: [Sum256] = []
+
+    /// The set of `summaries`: for each conversation its log's digest. A conversation listed
+    /// twice keeps its last digest.
+    public init(_ summaries: [(ConversationID, SetDigest)]) {
+        var items = summaries.enumerated().map {
+            (key: ReconciliationKey($0.element.0), order: $0.offset, conversation: $0.element.0, digest: $0.element.1)
+        }
+        items.sort { $0.key < $1.key || ($0.key == $1.key && $0.order < $1.order) }
+        keys.reserveCapacity(items.count)
+        hashes.reserveCapacity(items.count)
+        for (index, item) in items.enumerated() {
+            if index + 1 < items.count, items[index + 1].key == item.key { continue }
+            keys.append(item.key)
+            hashes.append(ItemHash(conversation: item.conversation, digest: item.digest))
+        }
+        rebuildTree()
+    }
+
+    /// The set of the published logs among `summaries` (a log still local to its node takes no
+    /// part in reconciliation, SPEC.md §14.3).
+    public init(published summaries: some Sequence<LogSummary>) {
+        self.init(summaries.filter(\.isPublished).map { ($0.conversation, $0.digest) })
+    }
+
+    /// Takes in a log's new summary: its digest if it is published, else it leaves the set.
+    public mutating func update(_ summary: LogSummary) {
+        if summary.isPublished {
+            update(summary.conversation, digest: summary.digest)
+        } else {
+            remove(summary.conversation)
+        }
+    }
+
+    /// The number of conversations.
+    public var count: Int { keys.count }
+
+    public var isEmpty: Bool { keys.isEmpty }
+
+    /// The conversations, ascending.
+    public var conversations: [ConversationID] { keys.map(\.conversation) }
+
+    /// Sets the digest of `conversation`'s log, adding the conversation if it is new.
+    public mutating func update(_ conversation: ConversationID, digest: SetDigest) {
+        let key = ReconciliationKey(conversation)
+        let hash = ItemHash(conversation: conversation, digest: digest)
+        let index = firstIndex(notBelow: key)
+        if index < keys.count, keys[index] == key {
+            let delta = hash.sum - hashes[index].sum
+            hashes[index] = hash
+            add(delta, at: index)
+        } else {
+            keys.insert(key, at: index)
+            hashes.insert(hash, at: index)
+            rebuildTree()
+        }
+    }
+
+    /// Removes `conversation` (a pruned log); nothing happens if it is not in the set.
+    public mutating func remove(_ conversation: ConversationID) {
+        let key = ReconciliationKey(conversation)
+        let index = firstIndex(notBelow: key)
+        guard index < keys.count, keys[index] == key else { return }
+        keys.remove(at: index)
+        hashes.remove(at: index)
+        rebuildTree()
+    }
+
+    // MARK: - Ranges
+
+    /// The index of the first item at or above `bound` (`count` for the end).
+    func index(of bound: ReconciliationBound) -> Int {
+        guard let key = bound.key else { return keys.count }
+        return firstIndex(notBelow: key)
+    }
+
+    /// The index of the first item not below `key`.
+    func firstIndex(notBelow key: ReconciliationKey) -> Int {
+        var low = 0
+        var high = keys.count
+        while low < high {
+            let middle = (low + high) / 2
+            if keys[middle] < key { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    /// The fingerprint of the items at `indices` (§14.3).
+    func fingerprint(_ indices: Range<Int>) -> RangeFingerprint {
+        RangeFingerprint(sum: prefixSum(indices.upperBound) - prefixSum(indices.lowerBound), count: indices.count)
+    }
+
+    // MARK: - Fenwick tree
+
+    private func prefixSum(_ count: Int) -> Sum256 {
+        var sum = Sum256.zero
+        var position = count
+        while position > 0 {
+            sum = sum + tree[position]
+            position &= position - 1
+        }
+        return sum
+    }
+
+    private mutating func add(_ delta: Sum256, at index: Int) {
+        var position = index + 1
+        while position <= keys.count {
+            tree[position] = tree[position] + delta
+            position += position & -position
+        }
+    }
+
+    /// Builds the tree from `hashes` in O(n): each node passes its total up to its parent.
+    private mutating func rebuildTree() {
+        tree = [Sum256.zero] + hashes.map(\.sum)
+        for position in stride(from: 1, through: keys.count, by: 1) {
+            let parent = position + (position & -position)
+            if parent <= keys.count { tree[parent] = tree[parent] + tree[position] }
+        }
+    }
+}
+
+// MARK: - Items
+
+/// A conversation identifier as two big-endian words: ordering them orders the bytes.
+struct ReconciliationKey: Hashable, Comparable, Sendable {
+    var high: UInt64
+    var low: UInt64
+
+    static let zero = ReconciliationKey(high: 0, low: 0)
+
+    init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    init(_ conversation: ConversationID) {
+        self.init(bytes: conversation.bytes)
+    }
+
+    /// The key of up to 16 bytes, padded with zero bytes on the right.
+    init(bytes: [UInt8]) {
+        if bytes.count == 16 {
+            self.init(words: bytes)
+        } else {
+            self.init(words: bytes + [UInt8](repeating: 0, count: 16 - bytes.count))
+        }
+    }
+
+    private init(words bytes: [UInt8]) {
+        let (high, low) = bytes.withUnsafeBytes { raw in
+            (UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+             UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+        }
+        self.init(high: high, low: low)
+    }
+
+    var bytes: [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: 16) { buffer, count in
+            UnsafeMutableRawBufferPointer(buffer).storeBytes(of: high.bigEndian, toByteOffset: 0, as: UInt64.self)
+            UnsafeMutableRawBufferPointer(buffer).storeBytes(of: low.bigEndian, toByteOffset: 8, as: UInt64.self)
+            count = 16
+        }
+    }
+
+    var conversation: ConversationID { ConversationID(bytes: bytes)! }
+
+    static func < (lhs: Self, rhs: Self) -> Bool { lhs.high < rhs.high || (lhs.high == rhs.high && lhs.low < rhs.low) }
+
+    /// The shortest bound above `lower` and at or below `upper` (`lower < upper`): `upper`'s
+    /// bytes up to and including the first one where the two differ.
+    static func separator(between lower: Self, and upper: Self) -> ReconciliationBound {
+        let upperBytes = upper.bytes
+        let lowerBytes = lower.bytes
+        var length = 1
+        while upperBytes[length - 1] == lowerBytes[length - 1] { length += 1 }
+        return ReconciliationBound(uncheckedPrefix: Array(upperBytes[..<length]))
+    }
+}
+
+/// BLAKE2b-256(conversation || digest) of one item, as a 256-bit little-endian number for the
+/// sums, and its first 8 bytes (big-endian) for id-lists.
+struct ItemHash: Hashable, Sendable {
+    var sum: Sum256
+    var prefix: UInt64
+
+    init(conversation: ConversationID, digest: SetDigest) {
+        // One buffer, no joining: this runs for every log at startup.
+        let limbs = digest.limbs
+        let input = [UInt8](unsafeUninitializedCapacity: 48) { buffer, count in
+            let raw = UnsafeMutableRawBufferPointer(buffer)
+            conversation.bytes.withUnsafeBytes { raw.copyMemory(from: $0) }
+            raw.storeBytes(of: limbs.0.littleEndian, toByteOffset: 16, as: UInt64.self)
+            raw.storeBytes(of: limbs.1.littleEndian, toByteOffset: 24, as: UInt64.self)
+            raw.storeBytes(of: limbs.2.littleEndian, toByteOffset: 32, as: UInt64.self)
+            raw.storeBytes(of: limbs.3.littleEndian, toByteOffset: 40, as: UInt64.self)
+            count = 48
+        }
+        let bytes = BLAKE2b.hash(input, outputByteCount: 32)
+        sum = Sum256(littleEndian: bytes)
+        prefix = bytes.withUnsafeBytes { UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)) }
+    }
+}
+
+/// A number modulo 2^256, least significant limb first: the sum of item hashes of a range,
+/// added and subtracted like `SetDigest`.
+struct Sum256: Hashable, Sendable {
+    var limbs: (UInt64, UInt64, UInt64, UInt64)
+
+    static let zero = Sum256(limbs: (0, 0, 0, 0))
+
+    init(limbs: (UInt64, UInt64, UInt64, UInt64)) { self.limbs = limbs }
+
+    /// The number whose 32-byte little-endian form is `bytes`.
+    init(littleEndian bytes: [UInt8]) {
+        limbs = bytes.withUnsafeBytes { raw in
+            (UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+             UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+             UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)),
+             UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)))
+        }
+    }
+
+    var littleEndianBytes: [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: 32) { buffer, count in
+            let raw = UnsafeMutableRawBufferPointer(buffer)
+            raw.storeBytes(of: limbs.0.littleEndian, toByteOffset: 0, as: UInt64.self)
+            raw.storeBytes(of: limbs.1.littleEndian, toByteOffset: 8, as: UInt64.self)
+            raw.storeBytes(of: limbs.2.littleEndian, toByteOffset: 16, as: UInt64.self)
+            raw.storeBytes(of: limbs.3.littleEndian, toByteOffset: 24, as: UInt64.self)
+            count = 32
+        }
+    }
+
+    static func + (lhs: Self, rhs: Self) -> Self {
+        let (s0, c0) = lhs.limbs.0.addingReportingOverflow(rhs.limbs.0)
+        let (t1, c1) = lhs.limbs.1.addingReportingOverflow(rhs.limbs.1)
+        let (s1, d1) = t1.addingReportingOverflow(c0 ? 1 : 0)
+        let (t2, c2) = lhs.limbs.2.addingReportingOverflow(rhs.limbs.2)
+        let (s2, d2) = t2.addingReportingOverflow(c1 || d1 ? 1 : 0)
+        let s3 = lhs.limbs.3 &+ rhs.limbs.3 &+ (c2 || d2 ? 1 : 0)
+        return Sum256(limbs: (s0, s1, s2, s3))
+    }
+
+    static func - (lhs: Self, rhs: Self) -> Self {
+        let (s0, b0) = lhs.limbs.0.subtractingReportingOverflow(rhs.limbs.0)
+        let (t1, b1) = lhs.limbs.1.subtractingReportingOverflow(rhs.limbs.1)
+        let (s1, e1) = t1.subtractingReportingOverflow(b0 ? 1 : 0)
+        let (t2, b2) = lhs.limbs.2.subtractingReportingOverflow(rhs.limbs.2)
+        let (s2, e2) = t2.subtractingReportingOverflow(b1 || e1 ? 1 : 0)
+        let s3 = lhs.limbs.3 &- rhs.limbs.3 &- (b2 || e2 ? 1 : 0)
+        return Sum256(limbs: (s0, s1, s2, s3))
+    }
+
+    static func == (lhs: Self, rhs: Self) -> Bool { lhs.limbs == rhs.limbs }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(limbs.0)
+        hasher.combine(limbs.1)
+        hasher.combine(limbs.2)
+        hasher.combine(limbs.3)
+    }
+}

@@ -41,7 +41,11 @@ extension Store {
             // The rows are not written yet: the batch's change set says what its conversations are now.
             let current = CurrentSnapshots(db: db)
             for change in applied.changes.conversations { current.newer[change.id] = change.snapshot }
-            let (report, changes) = lease.apply(receipts, current: current.read)
+            // The messages receipted were created in this transaction: the change set has their
+            // positions, which would otherwise cost counting every message of their conversations.
+            var positions: [OperationID: Int] = [:]
+            for change in applied.changes.messages { if let snapshot = change.snapshot { positions[snapshot.id] = snapshot.position } }
+            let (report, changes) = lease.apply(receipts, current: current.read, position: { positions[$0] })
             try current.check()
             guard report.accepted.count == receipts.count else {
                 let reason = report.rejected.first.map { "\($0.1)" } ?? "it waits for causes"

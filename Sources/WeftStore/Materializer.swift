@@ -30,11 +30,12 @@ struct Materializer {
 
         // Operations decided now that arrived in an earlier batch (pending until this one).
         let update = try db.cachedStatement(sql: "UPDATE operation SET appliedOrder = ?, status = ?, reason = ? WHERE id = ?")
+        let insert = try db.cachedStatement(sql: Self.insertOperationSQL)
 
         func record(_ id: OperationID, _ status: String, _ reason: String?) throws {
             order += 1
             if let signed = byID[id] {
-                try insertOperation(signed, order: order, status: status, reason: reason)
+                try insertOperation(signed, order: order, status: status, reason: reason, statement: insert)
             } else {
                 try update.execute(arguments: [order, status, reason, Data(id.bytes)])
             }
@@ -66,17 +67,27 @@ struct Materializer {
         }
     }
 
+    static let insertOperationSQL = """
+        INSERT INTO operation (id, conversation, author, sequence, timestamp, kind, wire, appliedOrder, status, reason)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (id) DO UPDATE SET appliedOrder = excluded.appliedOrder, status = excluded.status, reason = excluded.reason
+        """
+
     /// Writes (or, if present, re-decides) one operation of the log.
-    func insertOperation(_ signed: SignedOperation, order: Int64, status: String, reason: String?) throws {
+    func insertOperation(_ signed: SignedOperation, order: Int64, status: String, reason: String?, statement: Statement? = nil) throws {
         let op = signed.operation
-        try db.cachedStatement(sql: """
-            INSERT INTO operation (id, conversation, author, sequence, timestamp, kind, wire, appliedOrder, status, reason)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (id) DO UPDATE SET appliedOrder = excluded.appliedOrder, status = excluded.status, reason = excluded.reason
-            """).execute(arguments: [
-                Data(signed.id.bytes), Data(op.conversation.bytes), Data(op.author.bytes), Int64(bitPattern: op.sequence),
-                op.timestamp.databaseValue, Int64(op.body.kind), Data(signed.wireBytes), order, status, reason,
-            ])
+        try (statement ?? db.cachedStatement(sql: Self.insertOperationSQL)).execute(db) { row in
+            row.bind(1, blob: signed.id.bytes)
+            row.bind(2, blob: op.conversation.bytes)
+            row.bind(3, blob: op.author.bytes)
+            row.bind(4, Int64(bitPattern: op.sequence))
+            row.bind(5, op.timestamp.databaseValue)
+            row.bind(6, Int64(op.body.kind))
+            row.bind(7, blob: signed.wireBytes)
+            row.bind(8, order)
+            row.bind(9, status)
+            row.bind(10, reason)
+        }
     }
 
     // MARK: - Conversations and messages
@@ -173,22 +184,33 @@ struct Materializer {
 
     /// Inserts a message with its parts and statuses; `isUnread` nil asks the replica.
     func insertMessage(_ snapshot: MessageSnapshot, isUnread: Bool? = nil) throws {
-        let number = try Int64.fetchOne(try db.cachedStatement(sql: """
+        let unread = isUnread ?? replica.isUnread(snapshot.id, postedTo: snapshot.postedTo)
+        let inserted = try db.cachedStatement(sql: """
             INSERT INTO message (id, conversation, postedTo, sender, sentAt, isUnread, notificationText, notificationSound)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (id) DO UPDATE SET conversation = excluded.conversation, isUnread = excluded.isUnread
             RETURNING number
-            """), arguments: [
-                Data(snapshot.id.bytes), Data(snapshot.conversation.bytes), Data(snapshot.postedTo.bytes),
-                Data(snapshot.sender.bytes), snapshot.sentAt.databaseValue,
-                isUnread ?? replica.isUnread(snapshot.id, postedTo: snapshot.postedTo),
-                snapshot.options.notificationText, snapshot.options.notificationSound,
-            ])!
+            """).fetchInt64(db) { row in
+                row.bind(1, blob: snapshot.id.bytes)
+                row.bind(2, blob: snapshot.conversation.bytes)
+                row.bind(3, blob: snapshot.postedTo.bytes)
+                row.bind(4, blob: snapshot.sender.bytes)
+                row.bind(5, snapshot.sentAt.databaseValue)
+                row.bind(6, unread)
+                row.bind(7, snapshot.options.notificationText)
+                row.bind(8, snapshot.options.notificationSound)
+            }
+        guard let number = inserted else { throw StoreError(.damagedStore, "inserting message \(snapshot.id) returned no row number") }
         let part = try db.cachedStatement(sql: """
             INSERT OR REPLACE INTO part (message, "index", mimeType, data) VALUES (?, ?, ?, ?)
             """)
         for (index, messagePart) in snapshot.parts.enumerated() {
-            try part.execute(arguments: [number, index, messagePart.mimeType, Data(messagePart.data)])
+            try part.execute(db) { row in
+                row.bind(1, number)
+                row.bind(2, index)
+                row.bind(3, messagePart.mimeType)
+                row.bind(4, blob: messagePart.data)
+            }
         }
         try writeStatuses(of: snapshot, number: number, replacing: false)
     }
@@ -210,7 +232,11 @@ struct Materializer {
         }
         let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO receipt (message, recipient, status) VALUES (?, ?, ?)")
         for (user, status) in snapshot.recipientStatus {
-            try insert.execute(arguments: [number, Data(user.bytes), status.rawValue])
+            try insert.execute(db) { row in
+                row.bind(1, number)
+                row.bind(2, blob: user.bytes)
+                row.bind(3, status.rawValue)
+            }
         }
     }
 

@@ -23,6 +23,12 @@ extension Store {
             isChanged = true
             return replica.applyReportingChangesIncrementally(verified: operations, current: current, position: position)
         }
+
+        /// Applies `operations` without working out what readers see change (the caller knows).
+        mutating func applyWithoutChanges(_ operations: [SignedOperation]) -> Replica.Report {
+            isChanged = true
+            return replica.apply(verified: operations)
+        }
     }
 
     /// What a committed transaction tells subscribers.

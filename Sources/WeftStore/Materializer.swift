@@ -67,10 +67,13 @@ struct Materializer {
         }
     }
 
+    /// The insert of a new operation; one already present is re-decided by an update instead.
+    /// (Neither an upsert's update nor REPLACE here: either makes SQLite open a statement
+    /// journal for every execution, which cost as much as the row.)
     static let insertOperationSQL = """
         INSERT INTO operation (id, conversation, author, sequence, timestamp, kind, wire, appliedOrder, status, reason)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT (id) DO UPDATE SET appliedOrder = excluded.appliedOrder, status = excluded.status, reason = excluded.reason
+        ON CONFLICT (id) DO NOTHING
         """
 
     /// Writes (or, if present, re-decides) one operation of the log.
@@ -87,6 +90,10 @@ struct Materializer {
             row.bind(8, order)
             row.bind(9, status)
             row.bind(10, reason)
+        }
+        if db.changesCount == 0 {
+            try db.cachedStatement(sql: "UPDATE operation SET appliedOrder = ?, status = ?, reason = ? WHERE id = ?")
+                .execute(arguments: [order, status, reason, Data(signed.id.bytes)])
         }
     }
 
@@ -185,12 +192,13 @@ struct Materializer {
     /// Inserts a message with its parts and statuses; `isUnread` nil asks the replica.
     func insertMessage(_ snapshot: MessageSnapshot, isUnread: Bool? = nil) throws {
         let unread = isUnread ?? replica.isUnread(snapshot.id, postedTo: snapshot.postedTo)
-        let inserted = try db.cachedStatement(sql: """
+        // No RETURNING on the insert: SQLite buffers returned rows in a temporary table it
+        // creates for every execution, which cost more than the insert itself.
+        try db.cachedStatement(sql: """
             INSERT INTO message (id, conversation, postedTo, sender, sentAt, isUnread, notificationText, notificationSound)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (id) DO UPDATE SET conversation = excluded.conversation, isUnread = excluded.isUnread
-            RETURNING number
-            """).fetchInt64(db) { row in
+            ON CONFLICT (id) DO NOTHING
+            """).execute(db) { row in
                 row.bind(1, blob: snapshot.id.bytes)
                 row.bind(2, blob: snapshot.conversation.bytes)
                 row.bind(3, blob: snapshot.postedTo.bytes)
@@ -200,10 +208,26 @@ struct Materializer {
                 row.bind(7, snapshot.options.notificationText)
                 row.bind(8, snapshot.options.notificationSound)
             }
-        guard let number = inserted else { throw StoreError(.damagedStore, "inserting message \(snapshot.id) returned no row number") }
-        let part = try db.cachedStatement(sql: """
-            INSERT OR REPLACE INTO part (message, "index", mimeType, data) VALUES (?, ?, ?, ?)
-            """)
+        let number: Int64
+        let fresh = db.changesCount == 1
+        if fresh {
+            number = db.lastInsertedRowID
+        } else {
+            // Present already (a message a merge moves): its conversation and flag follow.
+            guard let existing = try db.cachedStatement(sql: "UPDATE message SET conversation = ?, isUnread = ? WHERE id = ? RETURNING number")
+                .fetchInt64(db, binding: { row in
+                    row.bind(1, blob: snapshot.conversation.bytes)
+                    row.bind(2, unread)
+                    row.bind(3, blob: snapshot.id.bytes)
+                })
+            else { throw StoreError(.damagedStore, "message \(snapshot.id) is neither new nor in the message table") }
+            number = existing
+        }
+        // A new row number has no parts or receipts yet (deleting a message deletes them):
+        // plain inserts, which SQLite runs without a statement journal.
+        let part = try db.cachedStatement(sql: fresh
+            ? #"INSERT INTO part (message, "index", mimeType, data) VALUES (?, ?, ?, ?)"#
+            : #"INSERT OR REPLACE INTO part (message, "index", mimeType, data) VALUES (?, ?, ?, ?)"#)
         for (index, messagePart) in snapshot.parts.enumerated() {
             try part.execute(db) { row in
                 row.bind(1, number)
@@ -212,7 +236,7 @@ struct Materializer {
                 row.bind(4, blob: messagePart.data)
             }
         }
-        try writeStatuses(of: snapshot, number: number, replacing: false)
+        try writeStatuses(of: snapshot, number: number, replacing: false, fresh: fresh)
     }
 
     private func updateMessage(_ snapshot: MessageSnapshot, statuses: Bool) throws {
@@ -226,11 +250,14 @@ struct Materializer {
         if statuses { try writeStatuses(of: snapshot, number: number, replacing: true) }
     }
 
-    private func writeStatuses(of snapshot: MessageSnapshot, number: Int64, replacing: Bool) throws {
+    /// `fresh`: the message row is new, so it has no receipt rows yet.
+    private func writeStatuses(of snapshot: MessageSnapshot, number: Int64, replacing: Bool, fresh: Bool = false) throws {
         if replacing {
             try db.cachedStatement(sql: "DELETE FROM receipt WHERE message = ?").execute(arguments: [number])
         }
-        let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO receipt (message, recipient, status) VALUES (?, ?, ?)")
+        let insert = try db.cachedStatement(sql: replacing || fresh
+            ? "INSERT INTO receipt (message, recipient, status) VALUES (?, ?, ?)"
+            : "INSERT OR REPLACE INTO receipt (message, recipient, status) VALUES (?, ?, ?)")
         for (user, status) in snapshot.recipientStatus {
             try insert.execute(db) { row in
                 row.bind(1, number)

@@ -64,7 +64,11 @@ let package = Package(
         ),
         .target(
             name: "WeftStore",
-            dependencies: ["WeftModel", "WeftCrypto", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "WeftModel", "WeftCrypto", .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for binding the apply path's rows directly (DirectBindings.swift).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]
         ),
         .target(
             name: "WeftWire",

@@ -13,12 +13,17 @@ extension Replica {
     /// both views are ones whose snapshots are equal before and after, so the change set is
     /// identical.
     ///
-    /// - Parameter current: the snapshot of a canonical conversation as it stands before the
-    ///   batch, if the caller has it at hand (a store reads it from its tables), else nil.
-    ///   Computing one costs the size of the conversation; debug builds check what the caller
-    ///   gives against it.
+    /// - Parameters:
+    ///   - current: the snapshot of a canonical conversation as it stands before the batch, if
+    ///     the caller has it at hand (a store reads it from its tables), else nil. Computing one
+    ///     costs the size of the conversation; debug builds check what the caller gives against it.
+    ///   - position: a message's position as it stands before the batch, if the caller has it at
+    ///     hand (a store's change set of an earlier batch in the same transaction), else nil.
+    ///     A receipt naming a message costs its position, which otherwise means counting the
+    ///     messages of its conversation; debug builds check what the caller gives.
     public mutating func applyReportingChangesIncrementally(
-        verified operations: [SignedOperation], current: (ConversationID) -> ConversationSnapshot? = { _ in nil }
+        verified operations: [SignedOperation], current: (ConversationID) -> ConversationSnapshot? = { _ in nil },
+        position: (OperationID) -> Int? = { _ in nil }
     ) -> (Report, ChangeSet) {
         // What the batch can change, exactly as `applyReportingChanges` finds it.
         var relevant = Set(operations.map(\.operation.conversation))
@@ -47,7 +52,9 @@ extension Replica {
             var new = View()
             for (canonical, members) in beforeGroups {
                 guard let changed = changedMessages(in: members, since: plan.orders),
-                    addChanges(changed, in: canonical, was: old.conversations[canonical]!, prior: { _, id, _ in plan.receipted[id] }, old: &old, new: &new)
+                    addChanges(
+                        changed, in: canonical, was: old.conversations[canonical]!, prior: { _, id, _ in plan.receipted[id] },
+                        position: position, old: &old, new: &new)
                 else {
                     // The plan's conditions rule this out (nothing pending is released, no
                     // sequence number reused, messages after the latest).
@@ -78,7 +85,7 @@ extension Replica {
         for (canonical, members) in afterGroups {
             if beforeGroups[canonical] == members, let was = old.conversations[canonical],
                 let changed = changedMessages(in: members, since: before.orders(of: members)),
-                addChanges(changed, in: canonical, was: was, prior: prior, old: &old, new: &new)
+                addChanges(changed, in: canonical, was: was, prior: prior, position: position, old: &old, new: &new)
             {
                 continue
             }
@@ -161,7 +168,7 @@ extension Replica {
     private func addChanges(
         _ changed: ChangedMessages, in canonical: ConversationID, was: ConversationSnapshot,
         prior: (ConversationID, OperationID, ConversationSnapshot) -> (snapshot: MessageSnapshot, wasUnread: Bool)?,
-        old: inout View, new: inout View
+        position known: (OperationID) -> Int?, old: inout View, new: inout View
     ) -> Bool {
         let appended = changed.appended.sorted {
             MessageSnapshot.precedes(($0.1.timestamp, $0.1.sender, $0.1.id), ($1.1.timestamp, $1.1.sender, $1.1.id))
@@ -200,7 +207,7 @@ extension Replica {
             guard let log = logs[logID], let message = log.messages[id], !log.deleted.contains(id) else { return nil }
             return (log, message)
         }
-        let positions = Self.positions(of: receipted.map(\.1), among: ([canonical] + was.mergedIDs).map { logs[$0]! })
+        let positions = Self.positions(of: receipted.map(\.1), among: ([canonical] + was.mergedIDs).map { logs[$0]! }, known: known)
         for (log, message) in receipted {
             let position = positions[message.id]!
             new.messages[message.id] = Self.snapshot(
@@ -213,26 +220,55 @@ extension Replica {
         return true
     }
 
-    /// The positions of `messages` in the order of the live messages of `logs` (SPEC.md §13.5).
+    /// The positions of `messages` in the order of the live messages of `logs` (SPEC.md §13.5):
+    /// those the caller knows (`known`), and the others counted in one pass over the logs.
     private static func positions(
-        of messages: [ConversationLog.Message], among logs: [ConversationLog]
+        of messages: [ConversationLog.Message], among logs: [ConversationLog], known: (OperationID) -> Int?
     ) -> [OperationID: Int] {
         guard !messages.isEmpty else { return [:] }
-        typealias Key = (HLCTimestamp, UserID, OperationID)
-        var keys: [Key] = []
+        var positions: [OperationID: Int] = [:]
+        var unknown: [ConversationLog.Message] = []
+        for message in messages {
+            if let position = known(message.id) { positions[message.id] = position } else { unknown.append(message) }
+        }
+        assert(
+            positions.isEmpty || counted(messages.filter { positions[$0.id] != nil }, among: logs) == positions,
+            "a position the caller gave is not the replica's")
+        positions.merge(counted(unknown, among: logs)) { known, _ in known }
+        return positions
+    }
+
+    /// The positions of `messages` among the live messages of `logs`, without sorting them:
+    /// each live message counts for the wanted messages it precedes, the first of which a
+    /// binary search over the wanted ones (sorted) finds.
+    private static func counted(_ messages: [ConversationLog.Message], among logs: [ConversationLog]) -> [OperationID: Int] {
+        guard !messages.isEmpty else { return [:] }
+        let wanted = messages.sorted {
+            MessageSnapshot.precedes(($0.timestamp, $0.sender, $0.id), ($1.timestamp, $1.sender, $1.id))
+        }
+        // precedingFirst[j]: live messages that precede wanted[j] and none before it.
+        var precedingFirst = [Int](repeating: 0, count: wanted.count + 1)
         for log in logs {
-            for (id, message) in log.messages where !log.deleted.contains(id) { keys.append((message.timestamp, message.sender, id)) }
+            for (id, message) in log.messages where !log.deleted.contains(id) {
+                var low = 0
+                var high = wanted.count
+                while low < high {
+                    let middle = (low + high) / 2
+                    let other = wanted[middle]
+                    if MessageSnapshot.precedes((message.timestamp, message.sender, id), (other.timestamp, other.sender, other.id)) {
+                        high = middle
+                    } else {
+                        low = middle + 1
+                    }
+                }
+                precedingFirst[low] += 1
+            }
         }
         var positions: [OperationID: Int] = [:]
-        if messages.count <= 8 {
-            for message in messages {
-                let key = (message.timestamp, message.sender, message.id)
-                positions[message.id] = keys.reduce(0) { $0 + (MessageSnapshot.precedes($1, key) ? 1 : 0) }
-            }
-        } else {
-            keys.sort(by: MessageSnapshot.precedes)
-            let wanted = Set(messages.map(\.id))
-            for (position, key) in keys.enumerated() where wanted.contains(key.2) { positions[key.2] = position }
+        var running = 0
+        for (index, message) in wanted.enumerated() {
+            running += precedingFirst[index]
+            positions[message.id] = running
         }
         return positions
     }

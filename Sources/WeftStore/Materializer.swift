@@ -30,11 +30,12 @@ struct Materializer {
 
         // Operations decided now that arrived in an earlier batch (pending until this one).
         let update = try db.cachedStatement(sql: "UPDATE operation SET appliedOrder = ?, status = ?, reason = ? WHERE id = ?")
+        let insert = try db.cachedStatement(sql: Self.insertOperationSQL)
 
         func record(_ id: OperationID, _ status: String, _ reason: String?) throws {
             order += 1
             if let signed = byID[id] {
-                try insertOperation(signed, order: order, status: status, reason: reason)
+                try insertOperation(signed, order: order, status: status, reason: reason, statement: insert)
             } else {
                 try update.execute(arguments: [order, status, reason, Data(id.bytes)])
             }
@@ -66,17 +67,34 @@ struct Materializer {
         }
     }
 
+    /// The insert of a new operation; one already present is re-decided by an update instead.
+    /// (Neither an upsert's update nor REPLACE here: either makes SQLite open a statement
+    /// journal for every execution, which cost as much as the row.)
+    static let insertOperationSQL = """
+        INSERT INTO operation (id, conversation, author, sequence, timestamp, kind, wire, appliedOrder, status, reason)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (id) DO NOTHING
+        """
+
     /// Writes (or, if present, re-decides) one operation of the log.
-    func insertOperation(_ signed: SignedOperation, order: Int64, status: String, reason: String?) throws {
+    func insertOperation(_ signed: SignedOperation, order: Int64, status: String, reason: String?, statement: Statement? = nil) throws {
         let op = signed.operation
-        try db.cachedStatement(sql: """
-            INSERT INTO operation (id, conversation, author, sequence, timestamp, kind, wire, appliedOrder, status, reason)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (id) DO UPDATE SET appliedOrder = excluded.appliedOrder, status = excluded.status, reason = excluded.reason
-            """).execute(arguments: [
-                Data(signed.id.bytes), Data(op.conversation.bytes), Data(op.author.bytes), Int64(bitPattern: op.sequence),
-                op.timestamp.databaseValue, Int64(op.body.kind), Data(signed.wireBytes), order, status, reason,
-            ])
+        try (statement ?? db.cachedStatement(sql: Self.insertOperationSQL)).execute(db) { row in
+            row.bind(1, blob: signed.id.bytes)
+            row.bind(2, blob: op.conversation.bytes)
+            row.bind(3, blob: op.author.bytes)
+            row.bind(4, Int64(bitPattern: op.sequence))
+            row.bind(5, op.timestamp.databaseValue)
+            row.bind(6, Int64(op.body.kind))
+            row.bind(7, blob: signed.wireBytes)
+            row.bind(8, order)
+            row.bind(9, status)
+            row.bind(10, reason)
+        }
+        if db.changesCount == 0 {
+            try db.cachedStatement(sql: "UPDATE operation SET appliedOrder = ?, status = ?, reason = ? WHERE id = ?")
+                .execute(arguments: [order, status, reason, Data(signed.id.bytes)])
+        }
     }
 
     // MARK: - Conversations and messages
@@ -173,24 +191,52 @@ struct Materializer {
 
     /// Inserts a message with its parts and statuses; `isUnread` nil asks the replica.
     func insertMessage(_ snapshot: MessageSnapshot, isUnread: Bool? = nil) throws {
-        let number = try Int64.fetchOne(try db.cachedStatement(sql: """
+        let unread = isUnread ?? replica.isUnread(snapshot.id, postedTo: snapshot.postedTo)
+        // No RETURNING on the insert: SQLite buffers returned rows in a temporary table it
+        // creates for every execution, which cost more than the insert itself.
+        try db.cachedStatement(sql: """
             INSERT INTO message (id, conversation, postedTo, sender, sentAt, isUnread, notificationText, notificationSound)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (id) DO UPDATE SET conversation = excluded.conversation, isUnread = excluded.isUnread
-            RETURNING number
-            """), arguments: [
-                Data(snapshot.id.bytes), Data(snapshot.conversation.bytes), Data(snapshot.postedTo.bytes),
-                Data(snapshot.sender.bytes), snapshot.sentAt.databaseValue,
-                isUnread ?? replica.isUnread(snapshot.id, postedTo: snapshot.postedTo),
-                snapshot.options.notificationText, snapshot.options.notificationSound,
-            ])!
-        let part = try db.cachedStatement(sql: """
-            INSERT OR REPLACE INTO part (message, "index", mimeType, data) VALUES (?, ?, ?, ?)
-            """)
-        for (index, messagePart) in snapshot.parts.enumerated() {
-            try part.execute(arguments: [number, index, messagePart.mimeType, Data(messagePart.data)])
+            ON CONFLICT (id) DO NOTHING
+            """).execute(db) { row in
+                row.bind(1, blob: snapshot.id.bytes)
+                row.bind(2, blob: snapshot.conversation.bytes)
+                row.bind(3, blob: snapshot.postedTo.bytes)
+                row.bind(4, blob: snapshot.sender.bytes)
+                row.bind(5, snapshot.sentAt.databaseValue)
+                row.bind(6, unread)
+                row.bind(7, snapshot.options.notificationText)
+                row.bind(8, snapshot.options.notificationSound)
+            }
+        let number: Int64
+        let fresh = db.changesCount == 1
+        if fresh {
+            number = db.lastInsertedRowID
+        } else {
+            // Present already (a message a merge moves): its conversation and flag follow.
+            guard let existing = try db.cachedStatement(sql: "UPDATE message SET conversation = ?, isUnread = ? WHERE id = ? RETURNING number")
+                .fetchInt64(db, binding: { row in
+                    row.bind(1, blob: snapshot.conversation.bytes)
+                    row.bind(2, unread)
+                    row.bind(3, blob: snapshot.id.bytes)
+                })
+            else { throw StoreError(.damagedStore, "message \(snapshot.id) is neither new nor in the message table") }
+            number = existing
         }
-        try writeStatuses(of: snapshot, number: number, replacing: false)
+        // A new row number has no parts or receipts yet (deleting a message deletes them):
+        // plain inserts, which SQLite runs without a statement journal.
+        let part = try db.cachedStatement(sql: fresh
+            ? #"INSERT INTO part (message, "index", mimeType, data) VALUES (?, ?, ?, ?)"#
+            : #"INSERT OR REPLACE INTO part (message, "index", mimeType, data) VALUES (?, ?, ?, ?)"#)
+        for (index, messagePart) in snapshot.parts.enumerated() {
+            try part.execute(db) { row in
+                row.bind(1, number)
+                row.bind(2, index)
+                row.bind(3, messagePart.mimeType)
+                row.bind(4, blob: messagePart.data)
+            }
+        }
+        try writeStatuses(of: snapshot, number: number, replacing: false, fresh: fresh)
     }
 
     private func updateMessage(_ snapshot: MessageSnapshot, statuses: Bool) throws {
@@ -204,13 +250,20 @@ struct Materializer {
         if statuses { try writeStatuses(of: snapshot, number: number, replacing: true) }
     }
 
-    private func writeStatuses(of snapshot: MessageSnapshot, number: Int64, replacing: Bool) throws {
+    /// `fresh`: the message row is new, so it has no receipt rows yet.
+    private func writeStatuses(of snapshot: MessageSnapshot, number: Int64, replacing: Bool, fresh: Bool = false) throws {
         if replacing {
             try db.cachedStatement(sql: "DELETE FROM receipt WHERE message = ?").execute(arguments: [number])
         }
-        let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO receipt (message, recipient, status) VALUES (?, ?, ?)")
+        let insert = try db.cachedStatement(sql: replacing || fresh
+            ? "INSERT INTO receipt (message, recipient, status) VALUES (?, ?, ?)"
+            : "INSERT OR REPLACE INTO receipt (message, recipient, status) VALUES (?, ?, ?)")
         for (user, status) in snapshot.recipientStatus {
-            try insert.execute(arguments: [number, Data(user.bytes), status.rawValue])
+            try insert.execute(db) { row in
+                row.bind(1, number)
+                row.bind(2, blob: user.bytes)
+                row.bind(3, status.rawValue)
+            }
         }
     }
 

@@ -20,14 +20,13 @@ extension Store {
         in applied: inout Applied, lease: inout ReplicaLease, db: Database, localUser: UserID, signer: LocalSigner
     ) throws {
         var byLog: [ConversationID: [OperationID]] = [:]
-        // Asked once per log: the answer costs a conversation snapshot.
-        var participates: [ConversationID: Bool] = [:]
         for change in applied.changes.messages where change.kind == .create {
+            // A snapshot's statuses are those of its conversation's participants now (but the
+            // sender), so a status for the local user says they are a participant; asking the
+            // replica would cost a conversation snapshot per log.
             guard let message = change.snapshot, message.sender != localUser, message.recipientStatus[localUser] == .sent else { continue }
-            let log = message.postedTo
-            if participates[log] == nil { participates[log] = lease.replica.isParticipant(localUser, of: log) }
-            guard participates[log] == true else { continue }
-            byLog[log, default: []].append(message.id)
+            assert(lease.replica.isParticipant(localUser, of: message.postedTo), "a status for a user who is not a participant")
+            byLog[message.postedTo, default: []].append(message.id)
         }
         guard !byLog.isEmpty else { return }
         let slices = byLog.sorted { $0.key < $1.key }.map { log, ids in (log: log, slices: ids.sorted().chunked(receiptLimit)) }
@@ -38,20 +37,56 @@ extension Store {
             let receipts = slices.compactMap { entry in
                 round < entry.slices.count ? signer(.delivered(Array(entry.slices[round])), entry.log, lease.replica) : nil
             }
-            // The rows are not written yet: the batch's change set says what its conversations are now.
-            let current = CurrentSnapshots(db: db)
-            for change in applied.changes.conversations { current.newer[change.id] = change.snapshot }
-            let (report, changes) = lease.apply(receipts, current: current.read)
-            try current.check()
+            #if DEBUG
+            let expected = try expectedChanges(of: receipts, after: applied.changes, replica: lease.replica, db: db)
+            #endif
+            let report = lease.applyWithoutChanges(receipts)
             guard report.accepted.count == receipts.count else {
                 let reason = report.rejected.first.map { "\($0.1)" } ?? "it waits for causes"
                 throw StoreError(.localOperationRefused, "a delivered receipt of the local user was refused: \(reason)")
             }
             try Materializer(db: db, replica: lease.replica, localUser: localUser).writeLog(batch: receipts, report: report)
-            applied.changes.fold(changes)
+            var named: Set<OperationID> = []
+            for receipt in receipts { if case .delivered(let ids) = receipt.operation.body { named.formUnion(ids) } }
+            markDelivered(named, to: localUser, in: &applied.changes)
+            #if DEBUG
+            assert(applied.changes == expected, "the delivered receipts changed more than their messages' status")
+            #endif
             applied.acknowledgements += receipts
         }
     }
+
+    /// What the local user's delivered receipts change, without comparing snapshots: the
+    /// messages they name were created in this transaction (their snapshots are in `changes`)
+    /// and are now delivered to the local user, unless read already. A delivered receipt
+    /// moves no count, position or other status, so nothing else changes.
+    private static func markDelivered(_ ids: Set<OperationID>, to localUser: UserID, in changes: inout ChangeSet) {
+        for index in changes.messages.indices {
+            guard let snapshot = changes.messages[index].snapshot, ids.contains(snapshot.id),
+                let status = snapshot.recipientStatus[localUser], status < .delivered
+            else { continue }
+            changes.messages[index].snapshot!.recipientStatus[localUser] = .delivered
+        }
+    }
+
+    #if DEBUG
+    /// The change set comparing snapshots would give (on a copy of the replica), for checking
+    /// `markDelivered` in debug builds.
+    private static func expectedChanges(
+        of receipts: [SignedOperation], after changes: ChangeSet, replica: Replica, db: Database
+    ) throws -> ChangeSet {
+        var copy = replica
+        let current = CurrentSnapshots(db: db)
+        for change in changes.conversations { current.newer[change.id] = change.snapshot }
+        var positions: [OperationID: Int] = [:]
+        for change in changes.messages { if let snapshot = change.snapshot { positions[snapshot.id] = snapshot.position } }
+        let (_, later) = copy.applyReportingChangesIncrementally(verified: receipts, current: current.read, position: { positions[$0] })
+        try current.check()
+        var expected = changes
+        expected.fold(later)
+        return expected
+    }
+    #endif
 }
 
 extension ChangeSet {

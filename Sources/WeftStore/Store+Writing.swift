@@ -14,12 +14,20 @@ extension Store {
         private(set) var isChanged = false
 
         /// Applies `operations` and reports what changed for readers, starting from `current`:
-        /// a canonical conversation's snapshot as it stands before them, if at hand.
+        /// a canonical conversation's snapshot as it stands before them, if at hand (and a
+        /// message's position, if at hand).
         mutating func apply(
-            _ operations: [SignedOperation], current: (ConversationID) -> ConversationSnapshot?
+            _ operations: [SignedOperation], current: (ConversationID) -> ConversationSnapshot?,
+            position: (OperationID) -> Int? = { _ in nil }
         ) -> (Replica.Report, ChangeSet) {
             isChanged = true
-            return replica.applyReportingChangesIncrementally(verified: operations, current: current)
+            return replica.applyReportingChangesIncrementally(verified: operations, current: current, position: position)
+        }
+
+        /// Applies `operations` without working out what readers see change (the caller knows).
+        mutating func applyWithoutChanges(_ operations: [SignedOperation]) -> Replica.Report {
+            isChanged = true
+            return replica.apply(verified: operations)
         }
     }
 

@@ -225,6 +225,7 @@ public final class Store: Sendable {
         return try await writeThroughReplica { db, lease in
             try Self.loadLogs(lease.replica.logsToLoad(for: accepted), into: &lease.replica, in: db)
             let current = CurrentSnapshots(db: db)
+            try current.prefetch(Set(accepted.map(\.operation.conversation)))
             let (report, changes) = lease.apply(accepted, current: current.read)
             try current.check()
             // Before the log rows: which operations the store held already (for the summaries).
@@ -260,12 +261,22 @@ public final class Store: Sendable {
         let db: Database
         /// Snapshots known to be newer than the rows (from a change set this transaction made).
         var newer: [ConversationID: ConversationSnapshot] = [:]
+        /// Rows read ahead (`prefetch`), nil where a conversation has no canonical row.
+        private var fetched: [ConversationID: ConversationSnapshot?] = [:]
         private var failure: (any Error)?
 
         init(db: Database) { self.db = db }
 
+        /// Reads the rows of `ids` at once: reading them one at a time costs four queries each,
+        /// prepared anew for their lists, and a batch of a catch-up touches a hundred.
+        func prefetch(_ ids: Set<ConversationID>) throws {
+            for id in ids { fetched[id] = .some(nil) }
+            for snapshot in try Store.conversations(ids: Array(ids), in: db) { fetched[snapshot.id] = snapshot }
+        }
+
         func read(_ id: ConversationID) -> ConversationSnapshot? {
             if let snapshot = newer[id] { return snapshot }
+            if let snapshot = fetched[id] { return snapshot }
             guard failure == nil else { return nil }
             do {
                 return try Store.conversations(ids: [id], in: db).first

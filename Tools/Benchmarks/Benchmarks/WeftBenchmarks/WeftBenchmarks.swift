@@ -16,4 +16,5 @@ let benchmarks: @Sendable () -> Void = {
     registerTransportBenchmarks()
     registerAllocationBenchmarks()
     registerStoreBenchmarks()
+    registerStoreCatchUpBenchmarks()
 }

@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "WeftModel", targets: ["WeftModel"]),
         .library(name: "WeftStore", targets: ["WeftStore"]),
         .library(name: "WeftSync", targets: ["WeftSync"]),
+        .library(name: "WeftControl", targets: ["WeftControl"]),
         .library(name: "WeftNode", targets: ["WeftNode"]),
         .library(name: "Weft", targets: ["Weft"]),
         .executable(name: "weft", targets: ["weft"]),
@@ -78,10 +79,17 @@ let package = Package(
             name: "WeftSync",
             dependencies: ["WeftWire", "WeftModel", .product(name: "NIOCore", package: "swift-nio")]
         ),
+        /// The control protocol between the CLI and a running node (SPEC.md §15): frames,
+        /// requests, responses and the handler a daemon implements; no sockets.
+        .target(
+            name: "WeftControl",
+            dependencies: ["WeftBytes", "WeftModel", "WeftCrypto", .product(name: "NIOCore", package: "swift-nio")]
+        ),
         .target(
             name: "WeftNode",
             dependencies: [
                 "WeftCrypto",
+                "WeftControl",
                 "WeftWire",
                 "WeftStore",
                 "WeftSync",
@@ -96,7 +104,8 @@ let package = Package(
         .target(
             name: "Weft",
             dependencies: [
-                "WeftModel", "WeftStore", "WeftCrypto", "WeftNode",
+                "WeftModel", "WeftStore", "WeftCrypto", "WeftNode", "WeftControl",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -106,7 +115,10 @@ let package = Package(
         .executableTarget(
             name: "weft",
             dependencies: [
+                "Weft",
+                "WeftControl",
                 "WeftCrypto",
+                "WeftModel",
                 "WeftWire",
                 "WeftNode",
                 "WeftStore",
@@ -156,7 +168,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "WeftCLITests", dependencies: ["WeftCrypto"]),
+        .testTarget(
+            name: "WeftCLITests",
+            dependencies: [
+                "WeftCrypto", "WeftControl", "WeftModel", "WeftNode",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -44,7 +44,7 @@ public final class ClientControlHandler: ControlHandler {
     // MARK: - The node
 
     public func status() async throws(ControlFailure) -> NodeStatus {
-        let conversations = try await call { try await client.count(ConversationQuery()) }
+        let conversations = try await call { () async throws(WeftError) in try await client.count(ConversationQuery()) }
         let unsent: Int
         do {
             unsent = try client.store.outbox().count
@@ -81,16 +81,16 @@ public final class ClientControlHandler: ControlHandler {
             throw ControlFailure(.notSupported, "This node cannot announce conversations yet: it does not replicate.")
         }
         let options = ConversationOptions(distinct: request.distinct, metadata: request.metadata)
-        let created = try await call { try await client.createConversation(with: Set(request.participants), options: options) }
+        let created = try await call { () async throws(WeftError) in try await client.createConversation(with: Set(request.participants), options: options) }
         return await record(created)
     }
 
     public func addParticipants(_ users: [UserID], to conversation: ConversationID) async throws(ControlFailure) {
-        try await call { try await client.addParticipants(Set(users), to: conversation) }
+        try await call { () async throws(WeftError) in try await client.addParticipants(Set(users), to: conversation) }
     }
 
     public func removeParticipants(_ users: [UserID], from conversation: ConversationID) async throws(ControlFailure) {
-        try await call { try await client.removeParticipants(Set(users), from: conversation) }
+        try await call { () async throws(WeftError) in try await client.removeParticipants(Set(users), from: conversation) }
     }
 
     public func leave(_ conversation: ConversationID) async throws(ControlFailure) {
@@ -98,8 +98,8 @@ public final class ClientControlHandler: ControlHandler {
     }
 
     public func conversations(offset: Int, limit: Int) async throws(ControlFailure) -> (total: Int, [ConversationRecord]) {
-        let total = try await call { try await client.count(ConversationQuery()) }
-        let page = try await call {
+        let total = try await call { () async throws(WeftError) in try await client.count(ConversationQuery()) }
+        let page = try await call { () async throws(WeftError) in
             try await client.conversations(ConversationQuery(sort: [ConversationSort(.createdAt)], limit: limit, offset: offset))
         }
         var records: [ConversationRecord] = []
@@ -114,7 +114,7 @@ public final class ClientControlHandler: ControlHandler {
     // MARK: - Messages
 
     public func send(_ parts: [ControlRequest.Part], in conversation: ConversationID) async throws(ControlFailure) -> OperationID {
-        let message = try await call {
+        let message = try await call { () async throws(WeftError) in
             try await client.send(parts.map { MessagePart(mimeType: $0.mimeType, data: $0.data) }, in: conversation)
         }
         return message.id
@@ -123,19 +123,19 @@ public final class ClientControlHandler: ControlHandler {
     public func messages(in conversation: ConversationID, offset: Int, limit: Int) async throws(ControlFailure) -> (total: Int, [MessageRecord]) {
         let canonical = try await existing(conversation).id
         let predicates = [MessagePredicate(.conversation, .equal, .conversation(canonical))]
-        let total = try await call { try await client.count(MessageQuery(predicates)) }
-        let page = try await call {
+        let total = try await call { () async throws(WeftError) in try await client.count(MessageQuery(predicates)) }
+        let page = try await call { () async throws(WeftError) in
             try await client.messages(MessageQuery(predicates, sort: [MessageSort(.position)], limit: limit, offset: offset))
         }
         return (total, page.map(MessageRecord.init))
     }
 
     public func markRead(_ message: OperationID) async throws(ControlFailure) {
-        try await call { try await client.markAsRead(message) }
+        try await call { () async throws(WeftError) in try await client.markAsRead(message) }
     }
 
     public func markAllRead(in conversation: ConversationID) async throws(ControlFailure) {
-        try await call { try await client.markAllMessagesAsRead(in: conversation) }
+        try await call { () async throws(WeftError) in try await client.markAllMessagesAsRead(in: conversation) }
     }
 
     public func waitForObject(_ object: ControlObjectID, timeout: Duration) async throws(ControlFailure) -> ControlObjectID {
@@ -144,7 +144,7 @@ public final class ClientControlHandler: ControlHandler {
             case .conversation(let id): WeftIdentifier.conversation(id).url
             case .message(let id): WeftIdentifier.message(id).url
             }
-        let found = try await call { try await client.waitForObject(url, timeout: timeout) }
+        let found = try await call { () async throws(WeftError) in try await client.waitForObject(url, timeout: timeout) }
         switch found {
         case .conversation(let conversation): return .conversation(conversation.id)
         case .message(let message): return .message(message.id)
@@ -169,7 +169,7 @@ public final class ClientControlHandler: ControlHandler {
     // MARK: - Helpers
 
     private func existing(_ id: ConversationID) async throws(ControlFailure) -> Conversation {
-        guard let found = try await call({ try await client.conversation(id) }) else {
+        guard let found = try await call({ () async throws(WeftError) in try await client.conversation(id) }) else {
             throw ControlFailure(.unknownConversation, "There is no conversation \(id.hex) on this node.")
         }
         return found

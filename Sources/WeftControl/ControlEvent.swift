@@ -28,7 +28,7 @@ public enum ControlObjectID: Hashable, Sendable {
 }
 
 /// What changed: created, updated (with the property's name) or deleted.
-public enum ChangeKind: UInt8, Hashable, Sendable, CustomStringConvertible {
+public enum ChangeKind: UInt8, Hashable, Sendable, CaseIterable, CustomStringConvertible {
     case create = 1, update, delete
 
     public var description: String {

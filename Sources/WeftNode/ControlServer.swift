@@ -73,7 +73,7 @@ public struct ControlServer: Sendable {
                     do {
                         for try await frame in inbound {
                             let request: ControlRequest
-                            do {
+                            do throws(ControlFailure) {
                                 request = try ControlRequest(frame: frame)
                             } catch {
                                 try await refuse(error, requestID: frame.requestID, outbound)

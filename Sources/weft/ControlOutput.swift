@@ -2,6 +2,7 @@ import Foundation
 import WeftControl
 import WeftCrypto
 import WeftModel
+import WeftNode
 
 // How the control records print: JSON objects with the stable field names listed in the
 // README, and the text forms. JSON: identifiers in hex, users as `weft1...`, times in

@@ -1,5 +1,7 @@
 import ArgumentParser
 import WeftControl
+import WeftModel
+import WeftNode
 
 struct ConvAddCommand: AsyncCommand {
     static let configuration = CommandConfiguration(commandName: "add", abstract: "Add participants to a conversation.")

@@ -1,5 +1,7 @@
 import ArgumentParser
 import WeftControl
+import WeftModel
+import WeftNode
 
 struct ConvLeaveCommand: AsyncCommand {
     static let configuration = CommandConfiguration(commandName: "leave", abstract: "Leave a conversation (remove yourself).")

@@ -1,5 +1,7 @@
 import ArgumentParser
 import WeftControl
+import WeftModel
+import WeftNode
 
 struct ConvRemoveCommand: AsyncCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,7 @@
 import ArgumentParser
 import WeftControl
+import WeftModel
+import WeftNode
 
 struct ConvShowCommand: AsyncCommand {
     static let configuration = CommandConfiguration(

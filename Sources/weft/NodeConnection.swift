@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import WeftControl
+import WeftModel
 import WeftNode
 
 /// Options of every command that talks to a running node: its home, and JSON output.

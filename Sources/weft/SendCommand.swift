@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import WeftControl
 import WeftModel
+import WeftNode
 
 struct SendCommand: AsyncCommand {
     static let configuration = CommandConfiguration(

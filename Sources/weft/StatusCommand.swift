@@ -1,5 +1,7 @@
 import ArgumentParser
 import WeftControl
+import WeftModel
+import WeftNode
 
 struct StatusCommand: AsyncCommand {
     static let configuration = CommandConfiguration(commandName: "status", abstract: "Show the running node's state.")

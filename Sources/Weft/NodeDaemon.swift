@@ -46,12 +46,14 @@ public final class NodeDaemon: Service, Sendable {
     /// the home or the store does not open.
     /// - Parameter onReady: called with the listener's `host:port` once the node listens and
     ///   the control socket serves (the address file is written just before).
+    /// - Parameter lock: the home's lock, if the caller took it already (before asking for a
+    ///   passphrase, say); else it is taken here.
     public init(
-        configuration: Configuration, logger: Logger = Logger(label: "weft.node"),
+        configuration: Configuration, lock: HomeLock? = nil, logger: Logger = Logger(label: "weft.node"),
         onReady: @escaping @Sendable (String) -> Void = { _ in }
     ) throws {
         let home = configuration.home
-        lock = try HomeLock(home: home)
+        self.lock = try lock ?? HomeLock(home: home)
         let identity = configuration.node.identity
         let store: Store
         do {

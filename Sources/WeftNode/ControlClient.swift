@@ -53,11 +53,13 @@ public final class ControlConnection {
         return response
     }
 
-    /// Starts a WATCH and hands each event to `body` until it returns false, the node closes
-    /// the connection (returns normally) or the task is cancelled.
-    public func watch(_ body: (ControlEvent) async throws -> Bool) async throws {
+    /// Starts a WATCH, calls `started` once the node streams (every change from then on is
+    /// seen), and hands each event to `body` until it returns false, the node closes the
+    /// connection (returns normally) or the task is cancelled.
+    public func watch(started: () -> Void = {}, _ body: (ControlEvent) async throws -> Bool) async throws {
         let id = try await send(.watch)
         guard case .watching = try await next(for: id) else { throw ControlClientError.unexpectedResponse("WATCH") }
+        started()
         while true {
             let response: ControlResponse
             do {

@@ -10,10 +10,6 @@ struct ConvAddCommand: AsyncCommand {
     @Argument(help: "The conversation (its identifier, as `weft conv ls` prints it).") var conversation: String
     @Argument(help: "User identifiers, or display names this node has met.") var participants: [String]
 
-    func validate() throws {
-        guard !participants.isEmpty else { throw ValidationError("Name at least one participant to add.") }
-    }
-
     func execute() async throws {
         let id = try parseConversation(conversation)
         try await options.withNode { node in

@@ -23,10 +23,6 @@ struct ConvNewCommand: AsyncCommand {
     @Argument(help: "Participants besides you: user identifiers, or display names this node has met.")
     var participants: [String]
 
-    func validate() throws {
-        guard !participants.isEmpty else { throw ValidationError("Name at least one participant besides yourself.") }
-    }
-
     func execute() async throws {
         var entries: [String: String] = [:]
         for entry in metadata {

@@ -11,10 +11,6 @@ struct ConvRemoveCommand: AsyncCommand {
     @Argument(help: "The conversation.") var conversation: String
     @Argument(help: "User identifiers, or display names this node has met.") var participants: [String]
 
-    func validate() throws {
-        guard !participants.isEmpty else { throw ValidationError("Name at least one participant to remove.") }
-    }
-
     func execute() async throws {
         let id = try parseConversation(conversation)
         try await options.withNode { node in

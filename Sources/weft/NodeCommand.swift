@@ -53,6 +53,9 @@ struct NodeCommand: AsyncCommand {
         bootstrapLogging(level: logLevel)
         let logger = Logger(label: "weft.node")
         let nodeHome = home.nodeHome
+        // First the lock: a second node on this home stops here, before any passphrase.
+        _ = try nodeHome.publicIdentity()
+        let lock = try HomeLock(home: nodeHome)
         let identity: NodeIdentity
         if try nodeHome.identityIsProtected() {
             identity = try nodeHome.openIdentity(passphrase: PassphraseSource.read(file: passphraseFile, confirm: false))
@@ -68,7 +71,7 @@ struct NodeCommand: AsyncCommand {
                     listenAddress: listen, peers: peers,
                     policy: ChannelPolicy(pingInterval: .seconds(Int64(pingInterval)), idleTimeout: .seconds(Int64(idleTimeout)))),
                 timeToLive: .seconds(timeToLive), retentionDays: retentionDays),
-            logger: logger,
+            lock: lock, logger: logger,
             onReady: { address in say("listening on \(address)") })
         logger.info("node \(identity.publicKey) (\(nodeHome.displayName())) starting; control socket \(nodeHome.controlSocket.path)")
 

@@ -13,7 +13,7 @@ struct WatchCommand: AsyncCommand {
 
     func execute() async throws {
         try await options.withNode { node in
-            try await node.watch { event in
+            try await node.watch(started: { warn("watching the node on \(options.home.nodeHome.directory.path); one line per event") }) { event in
                 if options.json { try printJSON(event.json) } else { say(event.text) }
                 return true
             }

@@ -10,7 +10,10 @@ import PackageDescription
 ///       <- WeftCrypto, WeftCompression
 ///       <- WeftWire (frames, connection state machine), WeftModel (operations, merge rules)
 ///       <- WeftStore (SQLite through GRDB), WeftSync (sans-I/O replication: sync messages)
-///       <- WeftNode (SwiftNIO edge: listener, dialers, one session per peer; serves a Store)
+///       <- WeftControl (the control protocol between the CLI and a running node: frames,
+///                       requests, the ControlHandler a daemon implements; no sockets)
+///       <- WeftNode (SwiftNIO edge: listener, dialers, one session per peer; serves a Store;
+///                    the control socket's server and client)
 ///       <- Weft (the client API)
 ///       <- weft (the CLI), WeftTestKit (LocalMesh, with the mesh issue)
 ///

@@ -6,7 +6,7 @@ import WeftControl
 import WeftNode
 
 /// The control socket at the frame level: a real node, raw bytes on its socket.
-@Suite("The control socket refuses malformed frames, one connection at a time", .timeLimit(.minutes(2)))
+@Suite("The control socket refuses malformed frames, one connection at a time", .serialized, .timeLimit(.minutes(2)))
 struct ControlSocketTests {
     /// Writes `bytes` on a new connection and collects what the node answers until it closes.
     private func exchange(_ socket: String, _ bytes: [UInt8]) async throws -> [UInt8] {

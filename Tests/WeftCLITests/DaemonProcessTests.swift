@@ -3,8 +3,10 @@ import Testing
 
 /// `weft node` as a daemon and the commands that drive it through its control socket, as real
 /// processes on a temporary home. (Two connected daemons do not replicate yet: only what one
-/// node does alone is checked, plus what it learns from a peer's handshake.)
-@Suite("weft node's control socket and the commands, as real processes", .timeLimit(.minutes(3)))
+/// node does alone is checked, plus what it learns from a peer's handshake.) Serialized: each
+/// test starts daemons and dozens of CLI processes, and the deadline suites of the same pass
+/// (loopback keepalive with a 600 ms idle timeout) must not be starved of the two cores.
+@Suite("weft node's control socket and the commands, as real processes", .serialized, .timeLimit(.minutes(5)))
 struct DaemonProcessTests {
     @Test("a running node answers every command, in text and JSON")
     func everyCommand() async throws {

@@ -111,7 +111,11 @@ public struct ControlServer: Sendable {
                 try await handler.watch { event in try await outbound.write(ControlResponse.event(event).frame(requestID: id)) }
                 return
             }
-            let response = await handler.respond(to: request)
+            var response = await handler.respond(to: request)
+            if response.body.readableBytes > ControlConstants.maxFrameByteCount - ControlConstants.headerByteCount {
+                // Pages are cut to fit; a single record or list that does not is refused.
+                response = .error(ControlFailure(.tooLarge, "The answer to this request does not fit one control frame."))
+            }
             try await outbound.write(response.frame(requestID: id))
         } catch {
             // The connection closed under the request, or the request was cancelled with it.

@@ -10,7 +10,10 @@ import PackageDescription
 ///       <- WeftCrypto, WeftCompression
 ///       <- WeftWire (frames, connection state machine), WeftModel (operations, merge rules)
 ///       <- WeftStore (SQLite through GRDB), WeftSync (sans-I/O replication: sync messages)
-///       <- WeftNode (SwiftNIO edge: listener, dialers, one session per peer; serves a Store)
+///       <- WeftControl (the control protocol between the CLI and a running node: frames,
+///                       requests, the ControlHandler a daemon implements; no sockets)
+///       <- WeftNode (SwiftNIO edge: listener, dialers, one session per peer; serves a Store;
+///                    the control socket's server and client)
 ///       <- Weft (the client API)
 ///       <- weft (the CLI), WeftTestKit (LocalMesh, with the mesh issue)
 ///
@@ -26,6 +29,7 @@ let package = Package(
         .library(name: "WeftModel", targets: ["WeftModel"]),
         .library(name: "WeftStore", targets: ["WeftStore"]),
         .library(name: "WeftSync", targets: ["WeftSync"]),
+        .library(name: "WeftControl", targets: ["WeftControl"]),
         .library(name: "WeftNode", targets: ["WeftNode"]),
         .library(name: "Weft", targets: ["Weft"]),
         .executable(name: "weft", targets: ["weft"]),
@@ -82,10 +86,17 @@ let package = Package(
             name: "WeftSync",
             dependencies: ["WeftWire", "WeftModel", .product(name: "NIOCore", package: "swift-nio")]
         ),
+        /// The control protocol between the CLI and a running node (SPEC.md §15): frames,
+        /// requests, responses and the handler a daemon implements; no sockets.
+        .target(
+            name: "WeftControl",
+            dependencies: ["WeftBytes", "WeftModel", "WeftCrypto", .product(name: "NIOCore", package: "swift-nio")]
+        ),
         .target(
             name: "WeftNode",
             dependencies: [
                 "WeftCrypto",
+                "WeftControl",
                 "WeftWire",
                 "WeftStore",
                 "WeftSync",
@@ -100,7 +111,8 @@ let package = Package(
         .target(
             name: "Weft",
             dependencies: [
-                "WeftModel", "WeftStore", "WeftCrypto", "WeftNode",
+                "WeftModel", "WeftStore", "WeftCrypto", "WeftNode", "WeftControl",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -110,7 +122,10 @@ let package = Package(
         .executableTarget(
             name: "weft",
             dependencies: [
+                "Weft",
+                "WeftControl",
                 "WeftCrypto",
+                "WeftModel",
                 "WeftWire",
                 "WeftNode",
                 "WeftStore",
@@ -160,7 +175,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "WeftCLITests", dependencies: ["WeftCrypto"]),
+        .testTarget(
+            name: "WeftCLITests",
+            dependencies: [
+                "WeftCrypto", "WeftControl", "WeftModel", "WeftNode",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

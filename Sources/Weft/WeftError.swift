@@ -55,3 +55,28 @@ public struct WeftError: Error, Hashable, Sendable, CustomStringConvertible {
         }
     }
 }
+
+extension WeftError {
+    /// Which error this is, for programs that answer each differently (the daemon's control
+    /// socket maps them to its error codes).
+    public enum Code: Hashable, Sendable {
+        case invalidMIMEType, noParts, unknownConversation, unknownMessage, notAParticipant, noParticipants
+        case invalidIdentifier, timedOut, notPermitted, storage, tooLarge
+    }
+
+    public var code: Code {
+        switch kind {
+        case .invalidMIMEType: .invalidMIMEType
+        case .noParts: .noParts
+        case .unknownConversation: .unknownConversation
+        case .unknownMessage: .unknownMessage
+        case .notAParticipant: .notAParticipant
+        case .noParticipants: .noParticipants
+        case .invalidIdentifier: .invalidIdentifier
+        case .timedOut: .timedOut
+        case .notPermitted: .notPermitted
+        case .storage: .storage
+        case .tooLarge: .tooLarge
+        }
+    }
+}

@@ -173,7 +173,7 @@ public struct NodeHome: Sendable {
 /// Problems with a node home, each one sentence a person can act on.
 public struct NodeHomeError: Error, Sendable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable {
-        case alreadyInitialized, notInitialized, wrongPassphrase, damagedIdentity, damagedMeshKey, io
+        case alreadyInitialized, notInitialized, wrongPassphrase, damagedIdentity, damagedMeshKey, io, locked
     }
 
     public let kind: Kind

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import ServiceLifecycle
+import Weft
 import WeftCrypto
 import WeftNode
 import WeftStore
@@ -11,7 +12,7 @@ import WeftWire
 struct NodeCommand: AsyncCommand {
     static let configuration = CommandConfiguration(
         commandName: "node",
-        abstract: "Run a node: listen, dial peers, keep secure channels alive. Stops on SIGINT or SIGTERM."
+        abstract: "Run a node on its home: listen, dial peers, serve the control socket the other commands use. Stops on SIGINT or SIGTERM."
     )
 
     @OptionGroup var home: HomeOptions
@@ -31,6 +32,12 @@ struct NodeCommand: AsyncCommand {
     @Option(help: "Seconds without receiving before the connection is closed.")
     var idleTimeout: Int = 60
 
+    @Option(name: .customLong("ttl"), help: "Seconds a message may wait for delivery before it fails.")
+    var timeToLive: Int = 12 * 3600
+
+    @Option(help: "Days to keep conversations this node only relays.")
+    var retentionDays: Int = 30
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .info
 
@@ -38,12 +45,17 @@ struct NodeCommand: AsyncCommand {
         guard pingInterval > 0, idleTimeout > pingInterval else {
             throw ValidationError("--idle-timeout must be longer than --ping-interval, and both positive.")
         }
+        guard timeToLive > 0, timeToLive <= Int(UInt32.max) else { throw ValidationError("--ttl must be from 1 to 4294967295 seconds.") }
+        guard retentionDays > 0, retentionDays <= 36500 else { throw ValidationError("--retention-days must be from 1 to 36500.") }
     }
 
     func execute() async throws {
         bootstrapLogging(level: logLevel)
         let logger = Logger(label: "weft.node")
         let nodeHome = home.nodeHome
+        // First the lock: a second node on this home stops here, before any passphrase.
+        _ = try nodeHome.publicIdentity()
+        let lock = try HomeLock(home: nodeHome)
         let identity: NodeIdentity
         if try nodeHome.identityIsProtected() {
             identity = try nodeHome.openIdentity(passphrase: PassphraseSource.read(file: passphraseFile, confirm: false))
@@ -51,26 +63,21 @@ struct NodeCommand: AsyncCommand {
             logger.warning("the identity key in \(nodeHome.identityFile.path) is stored unprotected")
             identity = try nodeHome.openIdentity(passphrase: nil)
         }
-        let node = MeshNode(
+        let daemon = try NodeDaemon(
             configuration: .init(
-                identity: identity, meshKey: try nodeHome.meshKey(), displayName: nodeHome.displayName(),
-                listenAddress: listen, peers: peers,
-                policy: ChannelPolicy(pingInterval: .seconds(Int64(pingInterval)), idleTimeout: .seconds(Int64(idleTimeout)))),
-            store: try openStore(nodeHome, localUser: identity.publicKey),
-            logger: logger)
-        logger.info("node \(identity.publicKey) (\(nodeHome.displayName())) starting")
+                home: nodeHome,
+                node: .init(
+                    identity: identity, meshKey: try nodeHome.meshKey(), displayName: nodeHome.displayName(),
+                    listenAddress: listen, peers: peers,
+                    policy: ChannelPolicy(pingInterval: .seconds(Int64(pingInterval)), idleTimeout: .seconds(Int64(idleTimeout)))),
+                timeToLive: .seconds(timeToLive), retentionDays: retentionDays),
+            lock: lock, logger: logger,
+            onReady: { address in say("listening on \(address)") })
+        logger.info("node \(identity.publicKey) (\(nodeHome.displayName())) starting; control socket \(nodeHome.controlSocket.path)")
 
         let services = ServiceGroup(
-            configuration: .init(services: [node], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await event in node.events {
-                    if case .listening(let address) = event { say("listening on \(address.displayForm)") }
-                }
-            }
-            group.addTask { try await services.run() }
-            try await group.waitForAll()
-        }
+            configuration: .init(services: [daemon], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await services.run()
     }
 }
 

@@ -7,7 +7,10 @@ struct WeftCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "weft",
         abstract: "A peer-to-peer messaging mesh node.",
-        subcommands: [InitCommand.self, IdCommand.self, NodeCommand.self, DemoCommand.self]
+        subcommands: [
+            InitCommand.self, IdCommand.self, NodeCommand.self, ConvCommand.self, SendCommand.self, MessagesCommand.self,
+            ReadCommand.self, WaitCommand.self, WatchCommand.self, PeersCommand.self, StatusCommand.self, DemoCommand.self,
+        ]
     )
 }
 

@@ -1,0 +1,190 @@
+import Foundation
+import Synchronization
+import WeftControl
+import WeftCrypto
+import WeftModel
+import WeftNode
+import WeftStore
+
+/// The daemon's answers to control requests (SPEC.md §15.4), over its `WeftClient`, the
+/// node's `PeerDirectory` and, once replication runs, a `ReplicationReport`.
+public final class ClientControlHandler: ControlHandler {
+    /// What `status` reports that the handler does not look up.
+    public struct Settings: Sendable {
+        public var displayName: String
+        public var timeToLive: Duration
+        public var retentionDays: Int
+        /// Milliseconds since 1970.
+        public var startedAt: UInt64
+
+        public init(displayName: String, timeToLive: Duration, retentionDays: Int, startedAt: UInt64) {
+            self.displayName = displayName
+            self.timeToLive = timeToLive
+            self.retentionDays = retentionDays
+            self.startedAt = startedAt
+        }
+    }
+
+    public let client: WeftClient
+    private let directory: PeerDirectory
+    private let replication: (any ReplicationReport)?
+    private let settings: Settings
+    private let listenAddress = Mutex("")
+
+    public init(client: WeftClient, directory: PeerDirectory, settings: Settings, replication: (any ReplicationReport)? = nil) {
+        self.client = client
+        self.directory = directory
+        self.settings = settings
+        self.replication = replication
+    }
+
+    /// Records where the mesh listener is bound, for `status`.
+    public func listening(at address: String) { listenAddress.withLock { $0 = address } }
+
+    // MARK: - The node
+
+    public func status() async throws(ControlFailure) -> NodeStatus {
+        let conversations = try await call { () async throws(WeftError) in try await client.count(ConversationQuery()) }
+        let unsent: Int
+        do {
+            unsent = try client.store.outbox().count
+        } catch {
+            throw ControlFailure(.storageFailed, "The store failed: \(error).")
+        }
+        return NodeStatus(
+            user: client.localUser, displayName: settings.displayName, listenAddress: listenAddress.withLock { $0 },
+            startedAt: settings.startedAt, connectedPeers: UInt32(clamping: Set(directory.connections.map(\.info.identity)).count),
+            conversations: UInt32(clamping: conversations), unsentMessages: UInt32(clamping: unsent),
+            timeToLiveSeconds: UInt32(clamping: settings.timeToLive.components.seconds),
+            retentionDays: UInt32(clamping: settings.retentionDays), isReplicating: replication != nil,
+            heldOperations: await replication?.heldOperations(), unsyncedOperations: await replication?.unsyncedOperations())
+    }
+
+    public func peers() async throws(ControlFailure) -> [PeerRecord] {
+        var records: [PeerRecord] = []
+        for connection in directory.connections {
+            records.append(PeerRecord(
+                user: connection.info.identity, displayName: connection.info.displayName, address: connection.address,
+                origin: connection.direction == .outbound ? .staticAddress : .inbound, connectedAt: connection.since,
+                holdings: await replication?.holdings(of: connection.info.identity)))
+        }
+        return records
+    }
+
+    public func users() async throws(ControlFailure) -> [KnownUser] { directory.knownUsers }
+
+    // MARK: - Conversations
+
+    public func createConversation(_ request: ControlRequest.CreateConversation) async throws(ControlFailure) -> ConversationRecord {
+        // TODO(lead): pass `request.announce` as `ConversationOptions.announce` once the store has it.
+        guard !request.announce else {
+            throw ControlFailure(.notSupported, "This node cannot announce conversations yet: it does not replicate.")
+        }
+        let options = ConversationOptions(distinct: request.distinct, metadata: request.metadata)
+        let created = try await call { () async throws(WeftError) in try await client.createConversation(with: Set(request.participants), options: options) }
+        return await record(created)
+    }
+
+    public func addParticipants(_ users: [UserID], to conversation: ConversationID) async throws(ControlFailure) {
+        try await call { () async throws(WeftError) in try await client.addParticipants(Set(users), to: conversation) }
+    }
+
+    public func removeParticipants(_ users: [UserID], from conversation: ConversationID) async throws(ControlFailure) {
+        try await call { () async throws(WeftError) in try await client.removeParticipants(Set(users), from: conversation) }
+    }
+
+    public func leave(_ conversation: ConversationID) async throws(ControlFailure) {
+        try await removeParticipants([client.localUser], from: conversation)
+    }
+
+    public func conversations(offset: Int, limit: Int) async throws(ControlFailure) -> (total: Int, [ConversationRecord]) {
+        let total = try await call { () async throws(WeftError) in try await client.count(ConversationQuery()) }
+        let page = try await call { () async throws(WeftError) in
+            try await client.conversations(ConversationQuery(sort: [ConversationSort(.createdAt)], limit: limit, offset: offset))
+        }
+        var records: [ConversationRecord] = []
+        for conversation in page { records.append(await record(conversation)) }
+        return (total, records)
+    }
+
+    public func conversation(_ id: ConversationID) async throws(ControlFailure) -> ConversationRecord {
+        await record(try await existing(id))
+    }
+
+    // MARK: - Messages
+
+    public func send(_ parts: [ControlRequest.Part], in conversation: ConversationID) async throws(ControlFailure) -> OperationID {
+        let message = try await call { () async throws(WeftError) in
+            try await client.send(parts.map { MessagePart(mimeType: $0.mimeType, data: $0.data) }, in: conversation)
+        }
+        return message.id
+    }
+
+    public func messages(in conversation: ConversationID, offset: Int, limit: Int) async throws(ControlFailure) -> (total: Int, [MessageRecord]) {
+        let canonical = try await existing(conversation).id
+        let predicates = [MessagePredicate(.conversation, .equal, .conversation(canonical))]
+        let total = try await call { () async throws(WeftError) in try await client.count(MessageQuery(predicates)) }
+        let page = try await call { () async throws(WeftError) in
+            try await client.messages(MessageQuery(predicates, sort: [MessageSort(.position)], limit: limit, offset: offset))
+        }
+        return (total, page.map(MessageRecord.init))
+    }
+
+    public func markRead(_ message: OperationID) async throws(ControlFailure) {
+        try await call { () async throws(WeftError) in try await client.markAsRead(message) }
+    }
+
+    public func markAllRead(in conversation: ConversationID) async throws(ControlFailure) {
+        try await call { () async throws(WeftError) in try await client.markAllMessagesAsRead(in: conversation) }
+    }
+
+    public func waitForObject(_ object: ControlObjectID, timeout: Duration) async throws(ControlFailure) -> ControlObjectID {
+        let url =
+            switch object {
+            case .conversation(let id): WeftIdentifier.conversation(id).url
+            case .message(let id): WeftIdentifier.message(id).url
+            }
+        let found = try await call { () async throws(WeftError) in try await client.waitForObject(url, timeout: timeout) }
+        switch found {
+        case .conversation(let conversation): return .conversation(conversation.id)
+        case .message(let message): return .message(message.id)
+        case .deleted: return object
+        }
+    }
+
+    // MARK: - Watching
+
+    public func watch(_ emit: @escaping @Sendable (ControlEvent) async throws -> Void) async throws {
+        // TODO(lead): take delivery events from `WeftClient.deliveryEvents()` once it exists
+        // (failed with its reason); until then they are derived from the changes.
+        for await batch in client.changes() {
+            try Task.checkCancellation()
+            if batch.missedBatches > 0 { try await emit(.missed(UInt32(clamping: batch.missedBatches))) }
+            for change in batch {
+                for event in ControlEvent.events(for: change) { try await emit(event) }
+            }
+        }
+    }
+
+    // MARK: - Helpers
+
+    private func existing(_ id: ConversationID) async throws(ControlFailure) -> Conversation {
+        guard let found = try await call({ () async throws(WeftError) in try await client.conversation(id) }) else {
+            throw ControlFailure(.unknownConversation, "There is no conversation \(id.hex) on this node.")
+        }
+        return found
+    }
+
+    private func record(_ conversation: Conversation) async -> ConversationRecord {
+        ConversationRecord(conversation, unsyncedOperations: await replication?.unsyncedOperations(in: conversation.id))
+    }
+
+    /// Runs a client call; its `WeftError` becomes the matching control failure.
+    private func call<T>(_ body: () async throws(WeftError) -> T) async throws(ControlFailure) -> T {
+        do {
+            return try await body()
+        } catch {
+            throw ControlFailure(error)
+        }
+    }
+}

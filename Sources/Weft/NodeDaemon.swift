@@ -1,0 +1,115 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import WeftControl
+import WeftCrypto
+import WeftNode
+import WeftStore
+
+/// A whole node on its home, as `weft node` runs it: the home's lock (one node per home), the
+/// store, the mesh node, and the control socket the CLI drives it through (SPEC.md §11, §15).
+///
+/// Run it as a `Service` in a `ServiceGroup`: on SIGTERM/SIGINT the mesh node closes its
+/// connections with CLOSE(shutting down), the control socket and address file are removed,
+/// and `run()` returns; the store closes when the daemon is released.
+public final class NodeDaemon: Service, Sendable {
+    public struct Configuration: Sendable {
+        public var home: NodeHome
+        public var node: MeshNode.Configuration
+        /// How long a message may wait for delivery (`--ttl`).
+        public var timeToLive: Duration
+        /// How long relayed conversations are kept (`--retention-days`).
+        public var retentionDays: Int
+
+        public init(
+            home: NodeHome, node: MeshNode.Configuration, timeToLive: Duration = WeftClient.defaultTimeToLive,
+            retentionDays: Int = 30
+        ) {
+            self.home = home
+            self.node = node
+            self.timeToLive = timeToLive
+            self.retentionDays = retentionDays
+        }
+    }
+
+    public let configuration: Configuration
+    public let node: MeshNode
+    public let client: WeftClient
+    /// Connected peers and the names the node has met.
+    public let directory: PeerDirectory
+    private let handler: ClientControlHandler
+    private let lock: HomeLock
+    private let logger: Logger
+    private let onReady: @Sendable (String) -> Void
+
+    /// Takes the home's lock, then opens the store. Throws one sentence if another node holds
+    /// the home or the store does not open.
+    /// - Parameter onReady: called with the listener's `host:port` once the node listens and
+    ///   the control socket serves (the address file is written just before).
+    /// - Parameter lock: the home's lock, if the caller took it already (before asking for a
+    ///   passphrase, say); else it is taken here.
+    public init(
+        configuration: Configuration, lock: HomeLock? = nil, logger: Logger = Logger(label: "weft.node"),
+        onReady: @escaping @Sendable (String) -> Void = { _ in }
+    ) throws {
+        let home = configuration.home
+        self.lock = try lock ?? HomeLock(home: home)
+        let identity = configuration.node.identity
+        let store: Store
+        do {
+            store = try Store(directory: home.directory, localUser: identity.publicKey)
+        } catch {
+            throw NodeDaemonError("Cannot open the store \(home.directory.appendingPathComponent(Store.fileName).path): \(error).")
+        }
+        self.configuration = configuration
+        self.logger = logger
+        self.onReady = onReady
+        client = try WeftClient(store: store, identity: identity, timeToLive: configuration.timeToLive)
+        node = MeshNode(configuration: configuration.node, store: store, logger: logger)
+        directory = PeerDirectory(clock: Mailbox.systemClock)
+        handler = ClientControlHandler(
+            client: client, directory: directory,
+            settings: .init(
+                displayName: configuration.node.displayName, timeToLive: configuration.timeToLive,
+                retentionDays: configuration.retentionDays, startedAt: Mailbox.systemClock()))
+    }
+
+    /// Serves the control socket and runs the mesh node until graceful shutdown or
+    /// cancellation; then removes the control socket and the address file.
+    public func run() async throws {
+        let home = configuration.home
+        let server = ControlServer(socketPath: home.controlSocket.path, handler: handler, logger: logger)
+        defer { unlink(home.addressFile.path) }
+        try await server.serve {
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask {
+                    // Ends when the node stops (its event stream finishes).
+                    for await event in self.node.events { try self.take(event) }
+                }
+                try await self.node.run()
+            }
+        }
+    }
+
+    private func take(_ event: NodeEvent) throws {
+        directory.record(event)
+        switch event {
+        case .listening(let address):
+            let text = address.ipAddress.map { PeerAddress(host: $0, port: address.port ?? 0).description } ?? "\(address)"
+            handler.listening(at: text)
+            try configuration.home.writeAddress(text)
+            onReady(text)
+        case .peerAuthenticated, .connectionEnded, .pong:
+            break  // logged by the connection itself; the directory keeps what `weft peers` shows
+        case .data(let peer, let bytes):
+            // TODO(lead): hand DATA to the Replicator.
+            logger.debug("\(bytes.readableBytes) bytes of DATA from \(peer)")
+        }
+    }
+}
+
+/// Why a daemon cannot start, in one sentence.
+public struct NodeDaemonError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

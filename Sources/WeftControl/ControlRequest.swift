@@ -1,0 +1,185 @@
+import NIOCore
+import WeftCrypto
+import WeftModel
+
+/// A request from a client to the node (SPEC.md §15.4). One enum, one switch to read and one
+/// to write, in the order of the table.
+public enum ControlRequest: Hashable, Sendable {
+    case ping(UInt64)
+    case status
+    case peers
+    case users
+    case createConversation(CreateConversation)
+    case addParticipants([UserID], to: ConversationID)
+    case removeParticipants([UserID], from: ConversationID)
+    case leave(ConversationID)
+    /// A page of conversations from `offset` (in creation order).
+    case conversations(offset: UInt32)
+    case conversation(ConversationID)
+    case send([Part], in: ConversationID)
+    /// A page of the conversation's messages from position `offset`.
+    case messages(ConversationID, offset: UInt32)
+    case markRead(OperationID)
+    case markAllRead(ConversationID)
+    case wait(ControlObjectID, timeoutMilliseconds: UInt32)
+    case watch
+
+    /// A new conversation's participants (the local user is implicit) and options.
+    public struct CreateConversation: Hashable, Sendable {
+        public var participants: [UserID]
+        public var distinct: Bool
+        /// Replicate at once instead of with the first message.
+        public var announce: Bool
+        public var metadata: [String: String]
+
+        public init(participants: [UserID], distinct: Bool = true, announce: Bool = false, metadata: [String: String] = [:]) {
+            self.participants = participants
+            self.distinct = distinct
+            self.announce = announce
+            self.metadata = metadata
+        }
+    }
+
+    /// A message part: its data travels in the request.
+    public struct Part: Hashable, Sendable {
+        public var mimeType: String
+        public var data: [UInt8]
+
+        public init(mimeType: String, data: [UInt8]) {
+            self.mimeType = mimeType
+            self.data = data
+        }
+    }
+
+    /// The request types of SPEC.md §15.4.
+    public enum Kind: UInt8, CaseIterable, Sendable {
+        case ping = 0x01, status = 0x02, peers = 0x03, users = 0x04
+        case createConversation = 0x10, addParticipants = 0x11, removeParticipants = 0x12, leave = 0x13
+        case conversations = 0x14, conversation = 0x15
+        case send = 0x20, messages = 0x21, markRead = 0x22, markAllRead = 0x23
+        case wait = 0x30, watch = 0x31
+    }
+
+    public var kind: Kind {
+        switch self {
+        case .ping: .ping
+        case .status: .status
+        case .peers: .peers
+        case .users: .users
+        case .createConversation: .createConversation
+        case .addParticipants: .addParticipants
+        case .removeParticipants: .removeParticipants
+        case .leave: .leave
+        case .conversations: .conversations
+        case .conversation: .conversation
+        case .send: .send
+        case .messages: .messages
+        case .markRead: .markRead
+        case .markAllRead: .markAllRead
+        case .wait: .wait
+        case .watch: .watch
+        }
+    }
+
+    static let distinctFlag: UInt8 = 1
+    static let announceFlag: UInt8 = 2
+
+    // MARK: - Writing
+
+    /// The request as a frame with `requestID`.
+    public func frame(requestID: UInt32) -> ControlFrame {
+        var body = ByteBuffer()
+        switch self {
+        case .ping(let value):
+            body.writeInteger(value)
+        case .status, .peers, .users, .watch:
+            break
+        case .createConversation(let create):
+            body.writeInteger((create.distinct ? Self.distinctFlag : 0) | (create.announce ? Self.announceFlag : 0))
+            body.writeList(create.participants) { $0.writeBytes($1.bytes) }
+            body.writeList(create.metadata.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }) {
+                $0.writeControlText($1.key)
+                $0.writeControlText($1.value)
+            }
+        case .addParticipants(let users, let conversation), .removeParticipants(let users, let conversation):
+            body.writeBytes(conversation.bytes)
+            body.writeList(users) { $0.writeBytes($1.bytes) }
+        case .leave(let conversation), .conversation(let conversation), .markAllRead(let conversation):
+            body.writeBytes(conversation.bytes)
+        case .conversations(let offset):
+            body.writeInteger(offset)
+        case .send(let parts, let conversation):
+            body.writeBytes(conversation.bytes)
+            body.writeList(parts) {
+                $0.writeControlText($1.mimeType)
+                $0.writeBlob($1.data)
+            }
+        case .messages(let conversation, let offset):
+            body.writeBytes(conversation.bytes)
+            body.writeInteger(offset)
+        case .markRead(let message):
+            body.writeBytes(message.bytes)
+        case .wait(let object, let timeout):
+            object.write(into: &body)
+            body.writeInteger(timeout)
+        }
+        return ControlFrame(type: kind.rawValue, requestID: requestID, body: body)
+    }
+
+    /// Bytes of a frame for this request (its length included): what a client checks against
+    /// `ControlConstants.maxFrameByteCount` before sending a large message.
+    public var encodedByteCount: Int { ControlConstants.lengthByteCount + ControlConstants.headerByteCount + frame(requestID: 0).body.readableBytes }
+
+    // MARK: - Reading
+
+    /// Reads a request frame; throws `unknownRequestType` or `malformedRequest`.
+    public init(frame: ControlFrame) throws(ControlFailure) {
+        guard let kind = Kind(rawValue: frame.type) else {
+            throw ControlFailure(.unknownRequestType, "The control request type \(frame.type) is not assigned.")
+        }
+        var body = frame.body
+        switch kind {
+        case .ping: self = .ping(try body.readU64("ping value"))
+        case .status: self = .status
+        case .peers: self = .peers
+        case .users: self = .users
+        case .watch: self = .watch
+        case .createConversation:
+            let flags = try body.readFlags("conversation flags", allowed: Self.distinctFlag | Self.announceFlag)
+            let participants = try body.readList("participants") { (b: inout ByteBuffer) throws(ControlFailure) in try b.readUser("participant") }
+            let entries = try body.readList("metadata") { (b: inout ByteBuffer) throws(ControlFailure) in
+                (try b.readControlText("metadata key"), try b.readControlText("metadata value"))
+            }
+            var metadata: [String: String] = [:]
+            for (key, value) in entries {
+                guard metadata.updateValue(value, forKey: key) == nil else { throw .malformed("the metadata key \"\(key)\" appears twice") }
+            }
+            self = .createConversation(CreateConversation(
+                participants: participants, distinct: flags & Self.distinctFlag != 0, announce: flags & Self.announceFlag != 0,
+                metadata: metadata))
+        case .addParticipants, .removeParticipants:
+            let conversation = try body.readConversation("conversation")
+            let users = try body.readList("participants") { (b: inout ByteBuffer) throws(ControlFailure) in try b.readUser("participant") }
+            guard !users.isEmpty else { throw .malformed("the participant list is empty") }
+            self = kind == .addParticipants ? .addParticipants(users, to: conversation) : .removeParticipants(users, from: conversation)
+        case .leave: self = .leave(try body.readConversation("conversation"))
+        case .conversation: self = .conversation(try body.readConversation("conversation"))
+        case .markAllRead: self = .markAllRead(try body.readConversation("conversation"))
+        case .conversations: self = .conversations(offset: try body.readU32("offset"))
+        case .send:
+            let conversation = try body.readConversation("conversation")
+            let parts = try body.readList("parts") { (b: inout ByteBuffer) throws(ControlFailure) in
+                Part(mimeType: try b.readControlText("MIME type"), data: try b.readBlob("part data", limit: ControlConstants.maxFrameByteCount))
+            }
+            self = .send(parts, in: conversation)
+        case .messages:
+            let conversation = try body.readConversation("conversation")
+            self = .messages(conversation, offset: try body.readU32("offset"))
+        case .markRead: self = .markRead(try body.readMessageID("message"))
+        case .wait:
+            let object = try ControlObjectID.read(from: &body)
+            self = .wait(object, timeoutMilliseconds: try body.readU32("timeout"))
+        }
+        try body.expectEnd("the \(kind) request")
+    }
+}

@@ -1,0 +1,113 @@
+import NIOCore
+import WeftCrypto
+import WeftModel
+
+/// A response or event from the node (SPEC.md §15.5), carrying its request's id.
+public enum ControlResponse: Hashable, Sendable {
+    /// The request was carried out; nothing to report.
+    case done
+    case pong(UInt64)
+    case status(NodeStatus)
+    case peers([PeerRecord])
+    case users([KnownUser])
+    case conversation(ConversationRecord)
+    /// A page: `total` conversations exist, these start at the requested offset.
+    case conversations(total: UInt32, [ConversationRecord])
+    /// The message just stored.
+    case sent(OperationID)
+    /// A page: `total` messages exist, these start at the requested position.
+    case messages(total: UInt32, [MessageRecord])
+    /// The object waited for exists (for a merged conversation: the one it was merged into).
+    case found(ControlObjectID)
+    /// One event of a WATCH stream; the first is sent at once as `.watching`.
+    case watching
+    case event(ControlEvent)
+    case error(ControlFailure)
+
+    /// The response types of SPEC.md §15.5.
+    public enum Kind: UInt8, CaseIterable, Sendable {
+        case done = 0x80, pong = 0x81, status = 0x82, peers = 0x83, users = 0x84
+        case conversation = 0x90, conversations = 0x91, sent = 0x92, messages = 0x93, found = 0x94
+        case watching = 0xa0, event = 0xa1
+        case error = 0xff
+    }
+
+    public var kind: Kind {
+        switch self {
+        case .done: .done
+        case .pong: .pong
+        case .status: .status
+        case .peers: .peers
+        case .users: .users
+        case .conversation: .conversation
+        case .conversations: .conversations
+        case .sent: .sent
+        case .messages: .messages
+        case .found: .found
+        case .watching: .watching
+        case .event: .event
+        case .error: .error
+        }
+    }
+
+    /// The body alone (no header).
+    public var body: ByteBuffer {
+        var body = ByteBuffer()
+        switch self {
+        case .done, .watching: break
+        case .pong(let value): body.writeInteger(value)
+        case .status(let status): status.write(into: &body)
+        case .peers(let peers): body.writePage(peers) { $1.write(into: &$0) }
+        case .users(let users): body.writePage(users) { $1.write(into: &$0) }
+        case .conversation(let record): record.write(into: &body)
+        case .conversations(let total, let records):
+            body.writeInteger(total)
+            body.writePage(records) { $1.write(into: &$0) }
+        case .sent(let id): body.writeBytes(id.bytes)
+        case .messages(let total, let records):
+            body.writeInteger(total)
+            body.writePage(records) { $1.write(into: &$0) }
+        case .found(let object): object.write(into: &body)
+        case .event(let event): event.write(into: &body)
+        case .error(let failure):
+            body.writeInteger(failure.code.rawValue)
+            body.writeControlText(failure.message, limit: ControlConstants.maxErrorTextByteCount)
+        }
+        return body
+    }
+
+    public func frame(requestID: UInt32) -> ControlFrame {
+        ControlFrame(type: kind.rawValue, requestID: requestID, body: body)
+    }
+
+    /// Reads a response frame; anything that does not parse throws `malformedRequest` (the
+    /// client closes the connection: the node does not speak this protocol).
+    public init(frame: ControlFrame) throws(ControlFailure) {
+        guard let kind = Kind(rawValue: frame.type) else {
+            throw .malformed("the response type \(frame.type) is not assigned")
+        }
+        var body = frame.body
+        switch kind {
+        case .done: self = .done
+        case .watching: self = .watching
+        case .pong: self = .pong(try body.readU64("pong value"))
+        case .status: self = .status(try NodeStatus.read(from: &body))
+        case .peers: self = .peers(try body.readPage("peers", minimumItemBytes: 46) { (b: inout ByteBuffer) throws(ControlFailure) in try PeerRecord.read(from: &b) })
+        case .users: self = .users(try body.readPage("users", minimumItemBytes: 35) { (b: inout ByteBuffer) throws(ControlFailure) in try KnownUser.read(from: &b) })
+        case .conversation: self = .conversation(try ConversationRecord.read(from: &body))
+        case .conversations:
+            let total = try body.readU32("total")
+            self = .conversations(total: total, try body.readPage("conversations", minimumItemBytes: 80) { (b: inout ByteBuffer) throws(ControlFailure) in try ConversationRecord.read(from: &b) })
+        case .sent: self = .sent(try body.readMessageID("message"))
+        case .messages:
+            let total = try body.readU32("total")
+            self = .messages(total: total, try body.readPage("messages", minimumItemBytes: 97) { (b: inout ByteBuffer) throws(ControlFailure) in try MessageRecord.read(from: &b) })
+        case .found: self = .found(try ControlObjectID.read(from: &body))
+        case .event: self = .event(try ControlEvent.read(from: &body))
+        case .error:
+            let code = ControlFailure.Code(rawValue: try body.readU16("error code"))
+            self = .error(ControlFailure(code, try body.readControlText("error text", limit: ControlConstants.maxErrorTextByteCount)))
+        }
+        try body.expectEnd("the \(kind) response")
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import WeftControl
+
+/// Talks to a running node over its control socket (SPEC.md §15): the CLI and LocalMesh use
+/// it. One request at a time per connection; a WATCH takes its connection for good.
+public enum ControlClient {
+    /// Connects to the socket at `socketPath`, runs `body` with the connection, and closes it.
+    /// - Throws: `ControlClientError.noNode` when nothing listens there.
+    public static func withConnection<R: Sendable>(
+        socketPath: String, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        _ body: (ControlConnection) async throws -> R
+    ) async throws -> R {
+        let channel: NIOAsyncChannel<ControlFrame, ControlFrame>
+        do {
+            channel = try await ClientBootstrap(group: group).connect(unixDomainSocketPath: socketPath) { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.controlAsyncChannel() }
+            }
+        } catch let error as IOError where [ENOENT, ECONNREFUSED, ENOTSOCK].contains(error.errnoCode) {
+            throw ControlClientError.noNode(socketPath)
+        } catch {
+            throw ControlClientError.cannotConnect(socketPath, "\(error)")
+        }
+        return try await channel.executeThenClose { inbound, outbound in
+            try await body(ControlConnection(inbound: inbound.makeAsyncIterator(), outbound: outbound))
+        }
+    }
+}
+
+/// An open control connection. Not for sharing between tasks: requests go one at a time.
+public final class ControlConnection {
+    private var inbound: NIOAsyncChannelInboundStream<ControlFrame>.AsyncIterator
+    private let outbound: NIOAsyncChannelOutboundWriter<ControlFrame>
+    private var nextID: UInt32 = 1
+
+    init(inbound: NIOAsyncChannelInboundStream<ControlFrame>.AsyncIterator, outbound: NIOAsyncChannelOutboundWriter<ControlFrame>) {
+        self.inbound = inbound
+        self.outbound = outbound
+    }
+
+    /// Sends a request and returns its response; an ERROR response throws its `ControlFailure`.
+    /// (Not for WATCH: use `watch`.)
+    public func request(_ request: ControlRequest) async throws -> ControlResponse {
+        precondition(request != .watch, "use watch(_:) for WATCH")
+        guard request.encodedByteCount <= ControlConstants.lengthByteCount + ControlConstants.maxFrameByteCount else {
+            throw ControlFailure(.tooLarge,
+                "The request is \(request.encodedByteCount) bytes; a control frame holds at most \(ControlConstants.maxFrameByteCount).")
+        }
+        let id = try await send(request)
+        let response = try await next(for: id)
+        if case .error(let failure) = response { throw failure }
+        return response
+    }
+
+    /// Starts a WATCH, calls `started` once the node streams (every change from then on is
+    /// seen), and hands each event to `body` until it returns false, the node closes the
+    /// connection (returns normally) or the task is cancelled.
+    public func watch(started: () -> Void = {}, _ body: (ControlEvent) async throws -> Bool) async throws {
+        let id = try await send(.watch)
+        guard case .watching = try await next(for: id) else { throw ControlClientError.unexpectedResponse("WATCH") }
+        started()
+        while true {
+            let response: ControlResponse
+            do {
+                response = try await next(for: id)
+            } catch ControlClientError.closed {
+                return
+            }
+            switch response {
+            case .event(let event): if try await !body(event) { return }
+            case .error(let failure): throw failure
+            default: throw ControlClientError.unexpectedResponse("WATCH")
+            }
+        }
+    }
+
+    private func send(_ request: ControlRequest) async throws -> UInt32 {
+        let id = nextID
+        nextID = nextID == UInt32.max ? 1 : nextID + 1
+        try await outbound.write(request.frame(requestID: id))
+        return id
+    }
+
+    /// The next frame for request `id`; an ERROR about the connection (id 0) throws.
+    private func next(for id: UInt32) async throws -> ControlResponse {
+        while true {
+            guard let frame = try await inbound.next() else { throw ControlClientError.closed }
+            let response = try ControlResponse(frame: frame)
+            if frame.requestID == id { return response }
+            if frame.requestID == 0, case .error(let failure) = response { throw failure }
+        }
+    }
+}
+
+/// Why the client could not talk to a node, in one sentence.
+public enum ControlClientError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// No node listens on the socket (no file, or a stale one).
+    case noNode(String)
+    case cannotConnect(String, String)
+    /// The node closed the connection before answering.
+    case closed
+    case unexpectedResponse(String)
+
+    public var description: String {
+        switch self {
+        case .noNode(let path): "No node is listening on \(path)."
+        case .cannotConnect(let path, let why): "Cannot connect to \(path): \(why)."
+        case .closed: "The node closed the control connection before answering."
+        case .unexpectedResponse(let what): "The node answered \(what) with something else."
+        }
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import WeftControl
+import WeftCrypto
+import WeftModel
+import WeftNode
+
+// How the control records print: JSON objects with the stable field names listed in the
+// README, and the text forms. JSON: identifiers in hex, users as `weft1...`, times in
+// milliseconds since 1970, null where the node does not know.
+
+/// Prints one JSON value on one line, keys sorted.
+func printJSON(_ value: Any) throws {
+    let data = try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])
+    say(String(decoding: data, as: UTF8.self))
+}
+
+/// An ISO 8601 time (UTC, milliseconds) for text output.
+func timeText(milliseconds: UInt64) -> String {
+    let formatter = ISO8601DateFormatter()
+    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+}
+
+private func orNull(_ value: UInt64?) -> Any { value.map { $0 as Any } ?? NSNull() }
+
+extension ConversationRecord {
+    /// `requested`: the identifier the user asked for; if it was merged, `mergedInto` says where.
+    func json(requested: ConversationID? = nil) -> [String: Any] {
+        [
+            "id": id.hex, "url": "weft:///conversations/\(id.hex)",
+            "mergedInto": requested.flatMap { $0 == id ? nil : id.hex } ?? NSNull(),
+            "merged": merged.map(\.hex), "creator": "\(creator)", "createdAt": createdAt.milliseconds,
+            "distinct": isDistinct, "participants": participants.map { "\($0)" }, "metadata": metadata,
+            "messageCount": messageCount, "unreadCount": unreadCount,
+            "lastMessageAt": orNull(lastMessageAt?.milliseconds), "unsyncedOperations": orNull(unsyncedOperations),
+        ]
+    }
+}
+
+extension MessageRecord {
+    var json: [String: Any] {
+        [
+            "id": id.hex, "url": "weft:///messages/\(id.hex)", "conversation": conversation.hex, "sender": "\(sender)",
+            "sentAt": sentAt.milliseconds, "position": position, "isSent": isSent, "isUnread": isUnread,
+            "parts": parts.map { part -> [String: Any] in
+                var object: [String: Any] = ["mimeType": part.mimeType, "size": part.size, "text": part.text ?? NSNull()]
+                object["data"] = part.inlineData.isEmpty && part.size > 0 ? NSNull() : Data(part.inlineData).base64EncodedString()
+                return object
+            },
+            "recipients": recipients.map { ["user": "\($0.user)", "status": "\($0.status)", "reason": $0.reason] },
+        ]
+    }
+}
+
+extension MessageRecord.Part {
+    /// The data as text, for a `text/*` part carried inline in valid UTF-8.
+    var text: String? {
+        guard mimeType.lowercased().hasPrefix("text/"), inlineData.count == Int(size) else { return nil }
+        return String(validating: inlineData, as: UTF8.self)
+    }
+}
+
+extension PeerRecord {
+    var json: [String: Any] {
+        [
+            "user": "\(user)", "displayName": displayName, "address": address, "origin": "\(origin)",
+            "connectedAt": connectedAt,
+            "holdings": holdings.map { ["conversations": $0.conversations, "operations": $0.operations] as [String: Any] } ?? NSNull(),
+        ]
+    }
+}
+
+extension NodeStatus {
+    var json: [String: Any] {
+        [
+            "user": "\(user)", "displayName": displayName, "listenAddress": listenAddress, "startedAt": startedAt,
+            "connectedPeers": connectedPeers, "conversations": conversations, "unsentMessages": unsentMessages,
+            "timeToLiveSeconds": timeToLiveSeconds, "retentionDays": retentionDays, "replicating": isReplicating,
+            "heldOperations": orNull(heldOperations), "unsyncedOperations": orNull(unsyncedOperations),
+        ]
+    }
+}
+
+extension ControlEvent {
+    var json: [String: Any] {
+        switch self {
+        case .conversation(let kind, let id, let property):
+            ["type": "conversation", "change": "\(kind)", "conversation": id.hex, "property": property]
+        case .message(let kind, let id, let conversation, let property):
+            ["type": "message", "change": "\(kind)", "message": id.hex, "conversation": conversation?.hex ?? NSNull(), "property": property]
+        case .delivery(let message, let recipient, let status, let reason):
+            ["type": "delivery", "message": message.hex, "recipient": "\(recipient)", "status": "\(status)", "reason": reason]
+        case .missed(let count):
+            ["type": "missed", "batches": count]
+        }
+    }
+
+    var text: String {
+        switch self {
+        case .conversation(let kind, let id, let property):
+            "conversation \(kind) \(id.hex)\(property.isEmpty ? "" : " \(property)")"
+        case .message(let kind, let id, let conversation, let property):
+            "message \(kind) \(id.hex)\(conversation.map { " in \($0.hex)" } ?? "")\(property.isEmpty ? "" : " \(property)")"
+        case .delivery(let message, let recipient, let status, let reason):
+            "delivery \(message.hex) \(recipient) \(status)\(reason.isEmpty ? "" : ": \(reason)")"
+        case .missed(let count):
+            "missed \(count) batches of changes; re-read the state"
+        }
+    }
+}
+
+/// "unknown" for what the node cannot tell (it does not replicate yet).
+func countText(_ value: UInt64?) -> String { value.map { "\($0)" } ?? "unknown" }

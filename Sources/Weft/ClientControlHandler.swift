@@ -76,11 +76,7 @@ public final class ClientControlHandler: ControlHandler {
     // MARK: - Conversations
 
     public func createConversation(_ request: ControlRequest.CreateConversation) async throws(ControlFailure) -> ConversationRecord {
-        // TODO(lead): pass `request.announce` as `ConversationOptions.announce` once the store has it.
-        guard !request.announce else {
-            throw ControlFailure(.notSupported, "This node cannot announce conversations yet: it does not replicate.")
-        }
-        let options = ConversationOptions(distinct: request.distinct, metadata: request.metadata)
+        let options = ConversationOptions(distinct: request.distinct, metadata: request.metadata, announce: request.announce)
         let created = try await call { () async throws(WeftError) in try await client.createConversation(with: Set(request.participants), options: options) }
         return await record(created)
     }

@@ -25,7 +25,9 @@ extension MessageRecord {
                     mimeType: part.mimeType, size: UInt32(clamping: part.data.count),
                     inlineData: part.data.count <= ControlConstants.maxInlinePartByteCount ? part.data : [])
             },
-            recipients: message.recipientStatus.map { Recipient(user: $0.key, status: DeliveryStatus($0.value)) })
+            recipients: message.recipientStatus.map {
+                Recipient(user: $0.key, status: DeliveryStatus($0.value), reason: message.failureReason(for: $0.key) ?? "")
+            })
     }
 }
 
@@ -38,6 +40,7 @@ extension DeliveryStatus {
             case .sent: .sent
             case .delivered: .delivered
             case .read: .read
+            case .failed: .failed
             }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ServiceLifecycle
+import Synchronization
 import WeftControl
 import WeftCrypto
 import WeftNode
@@ -35,6 +36,8 @@ public final class NodeDaemon: Service, Sendable {
     public let configuration: Configuration
     public let node: MeshNode
     public let client: WeftClient
+    /// Replication between the node's peers and its store.
+    public let replicator: Replicator
     /// Connected peers and the names the node has met.
     public let directory: PeerDirectory
     private let handler: ClientControlHandler
@@ -66,12 +69,21 @@ public final class NodeDaemon: Service, Sendable {
         self.onReady = onReady
         client = try WeftClient(store: store, identity: identity, timeToLive: configuration.timeToLive)
         node = MeshNode(configuration: configuration.node, store: store, logger: logger)
-        directory = PeerDirectory(clock: Mailbox.systemClock)
+        let directory = PeerDirectory(clock: Mailbox.systemClock)
+        self.directory = directory
+        var replication = ReplicationConfiguration()
+        replication.retention = .seconds(Int64(configuration.retentionDays) * 24 * 3600)
+        let events = EventRelay()
+        replicator = try Replicator(
+            node: node, mailbox: client.mailbox, configuration: replication, logger: logger,
+            observer: { event in events.take(event) })
         handler = ClientControlHandler(
             client: client, directory: directory,
             settings: .init(
                 displayName: configuration.node.displayName, timeToLive: configuration.timeToLive,
-                retentionDays: configuration.retentionDays, startedAt: Mailbox.systemClock()))
+                retentionDays: configuration.retentionDays, startedAt: Mailbox.systemClock()),
+            replication: ReplicatorReport(replicator: replicator))
+        events.daemon = self
     }
 
     /// Serves the control socket and runs the mesh node until graceful shutdown or
@@ -80,32 +92,38 @@ public final class NodeDaemon: Service, Sendable {
         let home = configuration.home
         let server = ControlServer(socketPath: home.controlSocket.path, handler: handler, logger: logger)
         defer { unlink(home.addressFile.path) }
-        try await server.serve {
-            try await withThrowingDiscardingTaskGroup { group in
-                group.addTask {
-                    // Ends when the node stops (its event stream finishes).
-                    for await event in self.node.events { try self.take(event) }
-                }
-                try await self.node.run()
-            }
-        }
+        try await server.serve { try await self.replicator.run() }
     }
 
-    private func take(_ event: NodeEvent) throws {
+    /// Every node event, from the replicator (which consumes the node's events).
+    fileprivate func take(_ event: NodeEvent) {
         directory.record(event)
         switch event {
         case .listening(let address):
             let text = address.ipAddress.map { PeerAddress(host: $0, port: address.port ?? 0).description } ?? "\(address)"
             handler.listening(at: text)
-            try configuration.home.writeAddress(text)
+            do {
+                try configuration.home.writeAddress(text)
+            } catch {
+                logger.error("cannot write the address file: \(error)")
+            }
             onReady(text)
-        case .peerAuthenticated, .connectionEnded, .pong:
-            break  // logged by the connection itself; the directory keeps what `weft peers` shows
-        case .data(let peer, let bytes):
-            // TODO(lead): hand DATA to the Replicator.
-            logger.debug("\(bytes.readableBytes) bytes of DATA from \(peer)")
+        case .peerAuthenticated, .connectionEnded, .pong, .data:
+            break  // logged by the connection; the directory keeps what `weft peers` shows
         }
     }
+}
+
+/// Hands node events to the daemon once it exists (the replicator is made before it).
+/// Holds it weakly: the daemon owns the replicator, which owns this relay.
+private final class EventRelay: Sendable {
+    private struct Weak { weak var daemon: NodeDaemon? }
+    private let target = Mutex(Weak())
+    var daemon: NodeDaemon? {
+        get { target.withLock { $0.daemon } }
+        set { target.withLock { $0.daemon = newValue } }
+    }
+    func take(_ event: NodeEvent) { daemon?.take(event) }
 }
 
 /// Why a daemon cannot start, in one sentence.

@@ -166,3 +166,11 @@ struct OutgoingBatch: Sendable {
     var announcements: [SyncMessage.Announcement] = []
     var acknowledgements: [OperationID] = []
 }
+
+extension SyncCore {
+    /// Operations held over all logs (as the store last reported them).
+    public var heldOperationCount: Int { logs.values.reduce(0) { $0 + $1.operationCount } }
+
+    /// `unsynced` over every log some peer was known to hold.
+    public var unsyncedTotal: Int { bestKnownHeads.keys.reduce(0) { $0 + unsynced($1) } }
+}

@@ -39,7 +39,7 @@ struct ReconciliationMessageTests {
 
     @Test("random and mutated bodies are refused with an error or read back to the same bytes, never a trap")
     func hostileBytes() throws {
-        var random = SeededGenerator(seed: 12)
+        var random = ReconciliationRandom(seed: 12)
         var bodies: [[UInt8]] = []
         for message in try Self.someMessages() {
             for _ in 0..<40 {
@@ -69,7 +69,7 @@ struct ReconciliationMessageTests {
 
     @Test("a reply to the largest hostile HAVE keeps the limits")
     func boundedReply() throws {
-        var random = SeededGenerator(seed: 13)
+        var random = ReconciliationRandom(seed: 13)
         let set = ReconciliationSet((0..<10_000).map { _ in (random.conversation(), random.digest()) })
         // 299 fingerprint ranges of about 33 items that all differ, then one to the end: the
         // responder splits each into 16 while they fit and fingerprints the rest.

@@ -4,7 +4,7 @@ import WeftModel
 import WeftSync
 
 /// SplitMix64: a seeded generator, so every random set in these tests is the same each run.
-struct SeededGenerator: RandomNumberGenerator {
+struct ReconciliationRandom: RandomNumberGenerator {
     private var state: UInt64
 
     init(seed: UInt64) { state = seed }
@@ -71,7 +71,7 @@ func reconcile(_ initiator: ReconciliationSet, _ responder: ReconciliationSet, m
 func randomPair(
     seed: UInt64, shared: Int, changed: Int, onlyInitiator: Int, onlyResponder: Int
 ) -> (initiator: ReconciliationSet, responder: ReconciliationSet, differing: Set<ConversationID>) {
-    var random = SeededGenerator(seed: seed)
+    var random = ReconciliationRandom(seed: seed)
     var initiator: [(ConversationID, SetDigest)] = []
     var responder: [(ConversationID, SetDigest)] = []
     var differing: Set<ConversationID> = []

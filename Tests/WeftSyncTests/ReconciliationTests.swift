@@ -46,7 +46,7 @@ struct ReconciliationTests {
     func randomSets() async throws {
         let failures = await reconciliationOffThePool { () -> [String] in
             var failures: [String] = []
-            var random = SeededGenerator(seed: 7)
+            var random = ReconciliationRandom(seed: 7)
             for seed in UInt64(0)..<40 {
                 // Mostly small sets, a few large ones: debug builds stay fast.
                 let shared = seed % 10 == 9 ? Int.random(in: 0...10_000, using: &random) : Int.random(in: 0...400, using: &random)
@@ -116,7 +116,7 @@ struct ReconciliationSetTests {
 
     @Test("the first HAVE carries the fingerprint of the definition; an empty set sends an empty id-list")
     func initiate() throws {
-        var random = SeededGenerator(seed: 3)
+        var random = ReconciliationRandom(seed: 3)
         let items = (0..<50).map { _ in (random.conversation(), random.digest()) }
         #expect(Self.sentFingerprint(ReconciliationSet(items)) == Self.fingerprint(items))
         let empty = Reconciler(set: ReconciliationSet([])).initiate()
@@ -126,7 +126,7 @@ struct ReconciliationSetTests {
 
     @Test("update and remove give the set built from scratch, whatever the order")
     func updates() throws {
-        var random = SeededGenerator(seed: 4)
+        var random = ReconciliationRandom(seed: 4)
         var current: [ConversationID: SetDigest] = [:]
         var set = ReconciliationSet([])
         for step in 0..<600 {
@@ -158,7 +158,7 @@ struct ReconciliationSetTests {
 
     @Test("only published logs take part; a summary updates or removes its log")
     func summaries() throws {
-        var random = SeededGenerator(seed: 8)
+        var random = ReconciliationRandom(seed: 8)
         let published = LogSummary(conversation: random.conversation(), digest: random.digest())
         let local = LogSummary(conversation: random.conversation(), digest: random.digest(), isPublished: false)
         var set = ReconciliationSet(published: [published, local])
@@ -179,7 +179,7 @@ struct ReconciliationSetTests {
 
     @Test("a conversation listed twice keeps its last digest")
     func duplicates() throws {
-        var random = SeededGenerator(seed: 5)
+        var random = ReconciliationRandom(seed: 5)
         let conversation = random.conversation()
         let (first, last) = (random.digest(), random.digest())
         let set = ReconciliationSet([(conversation, first), (conversation, last)])
@@ -191,7 +191,7 @@ struct ReconciliationSetTests {
     func subRanges() throws {
         // A responder splits the whole range; the fingerprints of the parts it sends match the
         // definition over the items each part holds.
-        var random = SeededGenerator(seed: 6)
+        var random = ReconciliationRandom(seed: 6)
         let items = (0..<500).map { _ in (random.conversation(), random.digest()) }.sorted { $0.0 < $1.0 }
         let set = ReconciliationSet(items)
         let (reply, _) = Reconciler(set: set).respond(to: Reconciler(set: ReconciliationSet([])).initiate())

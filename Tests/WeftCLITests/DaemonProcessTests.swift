@@ -30,8 +30,8 @@ struct DaemonProcessTests {
         #expect(status["listenAddress"] as? String == alice.address)
         #expect(status["timeToLiveSeconds"] as? Int == 43200)
         #expect(status["retentionDays"] as? Int == 30)
-        #expect(status["replicating"] as? Bool == false)
-        #expect(status["unsyncedOperations"] is NSNull)
+        #expect(status["replicating"] as? Bool == true)
+        #expect(status["unsyncedOperations"] as? Int == 0, "no peer yet: nothing known to be missing")
         #expect(try await alice.ok("status").contains("user: \(aliceID)"))
         #expect((try await alice.json("peers") as? [Any])?.isEmpty == true)
 
@@ -51,8 +51,8 @@ struct DaemonProcessTests {
         #expect(shown["metadata"] as? [String: String] == ["title": "Lunch"])
         #expect(shown["messageCount"] as? Int == 0)
         #expect(shown["mergedInto"] is NSNull)
-        #expect(shown["unsyncedOperations"] is NSNull)
-        #expect(try await alice.ok("conv show", arguments: [conversation]).contains("operations not yet synced: unknown"))
+        #expect(shown["unsyncedOperations"] as? Int == 0)
+        #expect(try await alice.ok("conv show", arguments: [conversation]).contains("operations not yet synced: 0"))
 
         // Membership: add and remove carol; leave the other conversation.
         _ = try await alice.ok("conv add", arguments: [conversation, carolID])
@@ -114,7 +114,9 @@ struct DaemonProcessTests {
         let peers = try #require(try await alice.json("peers") as? [[String: Any]])
         #expect(peers[0]["user"] as? String == bobID)
         #expect(peers[0]["origin"] as? String == "inbound")
-        #expect(peers[0]["holdings"] is NSNull)
+        // Bob holds nothing alice was told of yet; what he holds is known (zero), not unknown.
+        let holdings = try #require(peers[0]["holdings"] as? [String: Any])
+        #expect(holdings["conversations"] as? Int == 0 && holdings["operations"] as? Int == 0)
         let bobsView = try #require(try await bob.json("peers") as? [[String: Any]])
         #expect(bobsView.first?["origin"] as? String == "static")
         #expect(bobsView.first?["address"] as? String == alice.address)

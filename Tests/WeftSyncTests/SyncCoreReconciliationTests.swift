@@ -125,7 +125,7 @@ struct SyncCoreReconciliationTests {
         // log each way (both sides send their heads), and acknowledging 32 bytes per operation (§14.7).
         #expect(have < 1_024 + 800 * logCount)
         #expect(want < 8 + 2 * 64 * logCount)
-        #expect(stored <= 100 * OperationID.byteCount + 8)
+        #expect(stored <= 100 * OperationID.byteCount + 3 * logCount)
         #expect(pair.messages[.operations, default: 0] == logCount)
     }
 

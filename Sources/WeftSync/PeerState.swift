@@ -12,19 +12,21 @@ struct PeerState: Sendable {
     var heads: [ConversationID: VersionVector] = [:]
     /// Operations it holds past its known heads.
     var known: RecentIDs
-    /// The digests of its last SUMMARY, kept to tell a fork (§14.4) from a gap.
-    var summaryDigests: [ConversationID: SetDigest] = [:]
     /// SUMMARY parts received, until the final one.
     var incomingSummary: [SyncMessage.Summary.Entry] = []
-    /// Logs whose digests differed while the peer's heads equalled ours: the next round asks
-    /// for the whole log. Valued by the (ours, theirs) digests at the time.
-    var suspectedForks: [ConversationID: DigestPair] = [:]
-    /// Whole-log requests made, by the digests they were made at: never twice for the same pair.
-    var wholeLogRequests: [ConversationID: DigestPair] = [:]
+    /// The reconciliation with this peer: what it found so far, what it may still take.
+    var reconciliation: ReconciliationProgress
+    /// Logs the peer asked for (it found them differing, or holds operations past a gap) with
+    /// heads equal to ours: heads cannot say what differs. If our next reconciliation finds
+    /// them differing with our digest unchanged, it asks for the whole log. Valued by our
+    /// digest at the time.
+    var suspectedForks: [ConversationID: SetDigest] = [:]
+    /// Whole-log requests made, by our digest when made: never twice for the same digest.
+    var wholeLogRequests: [ConversationID: SetDigest] = [:]
     /// Logs whose operations from this peer came back pending: asked for past this node's
     /// heads at `due` unless the gap closed by itself (the causes were on their way).
     var causeRequests: [ConversationID: CauseRequest] = [:]
-    /// When the last reconciliation with this peer started.
+    /// When the last anti-entropy interval with this peer began (connect, then every interval).
     var lastReconciliation: UInt64
 
     // MARK: Push
@@ -52,6 +54,7 @@ struct PeerState: Sendable {
         self.user = user
         self.known = RecentIDs(capacity: knownCapacity)
         self.lastReconciliation = now
+        self.reconciliation = ReconciliationProgress(roundsLeft: 0)
     }
 
     struct CauseRequest: Hashable, Sendable {
@@ -60,9 +63,13 @@ struct PeerState: Sendable {
         var heads: VersionVector
     }
 
-    struct DigestPair: Hashable, Sendable {
-        var ours: SetDigest
-        var theirs: SetDigest
+    /// Range-based reconciliation with the peer (SPEC.md §14.3, §14.10). The rounds carry no
+    /// session: what they settle is gathered here until a round ends the reconciliation.
+    struct ReconciliationProgress: Sendable {
+        /// HAVE messages this node still answers in this anti-entropy interval.
+        var roundsLeft: Int
+        /// Differing conversations settled and not asked for yet.
+        var found: Set<ConversationID> = []
     }
 
     /// Whether the peer is known to hold `operation` (or another operation in its slot: a

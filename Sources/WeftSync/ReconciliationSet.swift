@@ -34,20 +34,24 @@ public struct ReconciliationSet: Sendable {
         rebuildTree()
     }
 
-    /// The set of the published logs among `summaries` (a log still local to its node takes no
-    /// part in reconciliation, SPEC.md §14.3).
+    /// The set of the published, unpruned logs among `summaries` (a log still local to its
+    /// node takes no part in reconciliation, SPEC.md §14.3, nor does a pruned one: the node
+    /// holds none of its operations and must not fetch them again).
     public init(published summaries: some Sequence<LogSummary>) {
-        self.init(summaries.filter(\.isPublished).map { ($0.conversation, $0.digest) })
+        self.init(summaries.filter(Self.takesPart).map { ($0.conversation, $0.digest) })
     }
 
-    /// Takes in a log's new summary: its digest if it is published, else it leaves the set.
+    /// Takes in a log's new summary: its digest if it takes part (published, not pruned),
+    /// else it leaves the set.
     public mutating func update(_ summary: LogSummary) {
-        if summary.isPublished {
+        if Self.takesPart(summary) {
             update(summary.conversation, digest: summary.digest)
         } else {
             remove(summary.conversation)
         }
     }
+
+    private static func takesPart(_ summary: LogSummary) -> Bool { summary.isPublished && !summary.isPruned }
 
     /// The number of conversations.
     public var count: Int { keys.count }

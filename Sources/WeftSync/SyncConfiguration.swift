@@ -25,6 +25,13 @@ public struct SyncConfiguration: Sendable, Hashable {
     public var knownOperationCapacityPerPeer = 4_096
     /// A peer's SUMMARY may list at most this many logs.
     public var maxSummaryEntries = 1_000_000
+    /// HAVE messages answered per peer per anti-entropy interval. A reconciliation of n
+    /// differing logs among N takes about log16(N) + n / 4096 rounds, so this covers millions
+    /// of new logs; a peer that keeps going past it is ignored until the next interval.
+    public var maxReconciliationRoundsPerInterval = 1_024
+    /// Differing conversations a reconciliation gathers before the node asks for them (WANT)
+    /// without waiting for its end: what it keeps per peer stays bounded.
+    public var maxDifferingPerRequest = 65_536
 
     public init() {}
 }

@@ -26,6 +26,7 @@ extension SyncCore {
             }
             released += max(0, Int(clamping: advance) - storedPerLog[conversation, default: 0])
             logs[conversation] = summary
+            reconciliationSet.update(summary)
         }
         for id in outcome.refused { recent.remove(id) }
         if released > 0 { releasePending(released) }

@@ -14,6 +14,9 @@ public struct SyncCore: Sendable {
 
     /// Every log the store holds, published or not, as the store last reported it.
     var logs: [ConversationID: LogSummary] = [:]
+    /// The published, unpruned logs by digest: what reconciliation (HAVE) compares. Kept in
+    /// step with `logs`, O(log n) per changed digest.
+    var reconciliationSet: ReconciliationSet
     var peers: [PeerID: PeerState] = [:]
     /// Per conversation, the highest heads any peer was known to hold: what `unsynced` counts.
     var bestKnownHeads: [ConversationID: VersionVector] = [:]
@@ -38,6 +41,7 @@ public struct SyncCore: Sendable {
         self.localUser = localUser
         self.recent = RecentIDs(capacity: configuration.recentOperationCapacity)
         for summary in summaries { logs[summary.conversation] = summary }
+        self.reconciliationSet = ReconciliationSet(published: logs.values)
     }
 
     /// Handles one event and returns the actions it calls for, in order.
@@ -66,8 +70,10 @@ public struct SyncCore: Sendable {
 
     private mutating func receive(_ message: SyncMessage, from peer: PeerID) {
         switch message {
-        case .have, .summary:
-            handleReconciliationMessage(message, from: peer)
+        case .have(let have):
+            receiveHave(have, from: peer)
+        case .summary(let part):
+            receiveSummary(part, from: peer)
         case .want(let want):
             receiveWant(want, from: peer)
         case .operations(let operations):
@@ -145,8 +151,10 @@ public struct SyncStatistics: Sendable, Hashable {
     public var operationsDropped = 0
     /// Messages not queued for a peer past its queue bound.
     public var messagesNotQueued = 0
-    /// Reconciliation rounds started.
+    /// Reconciliations started (HAVE sent on connect or anti-entropy).
     public var reconciliations = 0
+    /// HAVE messages not answered: the peer was past its rounds for the interval.
+    public var reconciliationRoundsIgnored = 0
 }
 
 /// An operation announced by IHAVE and not received yet.

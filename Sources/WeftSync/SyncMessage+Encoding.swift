@@ -30,8 +30,8 @@ extension SyncMessage {
         var buffer = ByteBufferAllocator().buffer(capacity: encodedByteCount)
         buffer.writeInteger(type.rawValue)
         switch self {
-        case .have(let body):
-            buffer.writeImmutableBuffer(body)
+        case .have(let have):
+            have.encodeBody(into: &buffer)
         case .summary(let summary):
             buffer.writeInteger(summary.isFinal ? UInt8(1) : 0)
             buffer.writeListCount(summary.entries.count)
@@ -89,7 +89,7 @@ extension SyncMessage {
     public var encodedByteCount: Int {
         1 + {
             switch self {
-            case .have(let body): body.readableBytes
+            case .have(let have): have.bodyByteCount
             case .summary(let summary): 3 + summary.entries.count * Self.summaryEntryByteCount
             case .want(let want): 3 + want.entries.reduce(0) { $0 + Self.byteCount(of: $1) }
             case .operations(let operations): 3 + operations.operations.reduce(0) { $0 + Self.byteCount(of: $1) }
@@ -128,7 +128,7 @@ extension SyncMessage {
         var reader = BodyReader(type: envelope.type, buffer: envelope.body)
         switch envelope.type {
         case .have:
-            self = .have(envelope.body)
+            self = .have(try HaveMessage(body: envelope.body))
             return
         case .summary:
             let isFinal = try reader.flag()

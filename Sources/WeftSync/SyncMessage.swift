@@ -6,10 +6,10 @@ import WeftModel
 /// Sans-I/O: `encode()` gives the DATA payload (type byte included) and `init(payload:)`
 /// reads one, refusing anything malformed with a `SyncMessageError` (never a trap).
 public enum SyncMessage: Hashable, Sendable {
-    /// Range-based set reconciliation (§14.3). The body belongs to the reconciler; this type
-    /// carries it unread.
-    case have(ByteBuffer)
-    /// Each published log the sender holds, by digest: reconciliation for small stores (§14.4).
+    /// One round of range-based set reconciliation (§14.3): how nodes reconcile.
+    case have(HaveMessage)
+    /// Each published log the sender holds, by digest (§14.4). Weft reconciles with HAVE and
+    /// sends no SUMMARY; it still answers one, as any valid message.
     case summary(Summary)
     /// What the sender holds of some conversations, asking for what lies beyond it (§14.5).
     case want(Want)

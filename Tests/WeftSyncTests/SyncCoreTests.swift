@@ -219,18 +219,19 @@ struct SyncCoreBoundsTests {
         #expect(published.contains(.sendStored(2, conversation, beyond: VersionVector())))
     }
 
-    @Test("unpublished logs are left out of SUMMARY")
-    func summaryLeavesOutUnpublished() throws {
+    @Test("unpublished logs are left out of reconciliation")
+    func reconciliationLeavesOutUnpublished() throws {
         let published = try SyncFixtures.conversation(messages: 1)
         let local = try SyncFixtures.conversation(messages: 0, author: 2)
         var core = SyncCore(localUser: SyncFixtures.users[0], summaries: [
             SyncFixtures.summary(of: published), SyncFixtures.summary(of: local, isPublished: false),
         ])
-        let actions = core.handle(.connected(7, user: SyncFixtures.users[1]))
+        // A peer whose user identifier is above ours: this node starts the reconciliation.
+        let peerUser = SyncFixtures.users.first { $0 > SyncFixtures.users[0] }!
+        let actions = core.handle(.connected(7, user: peerUser))
         let summary = SyncFixtures.summary(of: published)
-        #expect(actions.messages(to: 7) == [.summary(SyncMessage.Summary(isFinal: true, entries: [
-            SyncMessage.Summary.Entry(conversation: summary.conversation, digest: summary.digest, lastActivity: summary.lastActivity)
-        ]))])
+        let set = ReconciliationSet([(summary.conversation, summary.digest)])
+        #expect(actions.messages(to: 7) == [.have(Reconciler(set: set).initiate())])
     }
 
     @Test("a SUMMARY's differing logs are asked for most recently active first; unsynced counts what peers hold beyond")

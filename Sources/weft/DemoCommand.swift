@@ -43,7 +43,10 @@ struct DemoCommand: AsyncCommand {
             say("  weft --home \(mesh.nodes[0].home.directory.path) send CONV --text hello")
             say("Stop them with: kill \(mesh.nodes.map { String($0.process.processIdentifier) }.joined(separator: " ")) && rm -r \(root.path)")
         } else {
-            say("All three nodes stopped cleanly; their homes are removed.")
+            let failed = mesh.stopAll(removingHomes: true)
+            kept = true  // stopped already
+            guard failed.isEmpty else { throw CLIError("\(failed.joined(separator: ", ")) did not stop cleanly.") }
+            say("All three nodes stopped cleanly (SIGTERM, exit 0); their homes are removed.")
         }
     }
 
@@ -63,11 +66,12 @@ struct DemoCommand: AsyncCommand {
 
         let bob = try await mesh.start("bob", meshKey: meshKey, peers: [alice.address, carol.address])
         say("Bob starts and dials both: alice - bob - carol. Alice and carol never connect directly.")
-        let canonical = min(fromAlice, fromCarol)
-        let merged = max(fromAlice, fromCarol)
-        let seenByAlice = try await alice.waitMerged(merged)
-        let seenByCarol = try await carol.waitMerged(merged)
-        guard seenByAlice == canonical, seenByCarol == canonical else {
+        // Each waits for the other's conversation; then both resolve both to one.
+        let canonical = try await alice.waitMerged(fromCarol)
+        let views = [
+            try await alice.waitMerged(fromAlice), try await carol.waitMerged(fromAlice), try await carol.waitMerged(fromCarol),
+        ]
+        guard views.allSatisfy({ $0 == canonical }) else {
             throw CLIError("The two conversations did not merge into the same one.")
         }
         say("They meet through bob, and the two conversations merge into \(canonical.hex) on both nodes (the earlier creation wins).")
@@ -82,6 +86,6 @@ struct DemoCommand: AsyncCommand {
         try await alice.waitForStatus(of: message, recipient: carol.user, .read)
         say("  carol reads it; alice sees read")
         let relayed = try await bob.heldOperations()
-        say("Bob relayed \(relayed) operations of a conversation he is not part of; his own API shows none of it.")
+        say("Bob stores and relays all \(relayed) operations, though he takes part in neither conversation; his own API shows none of them.")
     }
 }

@@ -32,11 +32,14 @@ final class DemoMesh: Sendable {
         return node
     }
 
-    /// SIGTERM to every node, waits for each to exit, and removes the homes.
-    func stopAll(removingHomes: Bool) {
+    /// SIGTERM to every node, waits for each to exit, and removes the homes. Returns the
+    /// names of nodes that did not exit with status 0.
+    @discardableResult
+    func stopAll(removingHomes: Bool) -> [String] {
         for node in nodes where node.process.isRunning { node.process.terminate() }
         for node in nodes { node.process.waitUntilExit() }
         if removingHomes { try? FileManager.default.removeItem(at: root) }
+        return nodes.filter { $0.process.terminationStatus != 0 }.map(\.name)
     }
 
     private static func executablePath() throws -> String {
@@ -79,7 +82,7 @@ final class DemoNode: @unchecked Sendable {
     func createConversation(with other: UserID) async throws -> ConversationID {
         let response = try await request(.createConversation(.init(participants: [other], distinct: true, announce: true, metadata: [:])))
         guard case .conversation(let record) = response else { throw CLIError("\(name)'s node answered \(response).") }
-        return record.conversation
+        return record.id
     }
 
     /// Waits until `conversation` exists here and returns the conversation it resolves to.
@@ -97,7 +100,8 @@ final class DemoNode: @unchecked Sendable {
 
     func waitForMessage(_ message: OperationID) async throws -> String {
         _ = try await request(.wait(.message(message), timeoutMilliseconds: 30_000))
-        return try await self.message(message).flatMap { String(decoding: $0.parts.first?.inlineData ?? [], as: UTF8.self) } ?? ""
+        let record = try await self.message(message)
+        return String(decoding: record?.parts.first?.inlineData ?? [], as: UTF8.self)
     }
 
     func message(_ id: OperationID) async throws -> MessageRecord? {
@@ -108,7 +112,7 @@ final class DemoNode: @unchecked Sendable {
             var offset: UInt32 = 0
             while true {
                 guard case .messages(let total, let page) = try await request(.messages(conversation, offset: offset)) else { break }
-                if let record = page.first(where: { $0.message == id }) { return record }
+                if let record = page.first(where: { $0.id == id }) { return record }
                 offset += UInt32(page.count)
                 if page.isEmpty || offset >= total { break }
             }
@@ -118,7 +122,7 @@ final class DemoNode: @unchecked Sendable {
 
     func conversations() async throws -> [ConversationID] {
         guard case .conversations(_, let page) = try await request(.conversations(offset: 0)) else { return [] }
-        return page.map(\.conversation)
+        return page.map(\.id)
     }
 
     /// Polls until `recipient`'s status of `message` is at least `status`.

@@ -42,7 +42,12 @@ extension Replicator {
                 inFlight.withLock { inFlight in for signed in operations where !new.contains(signed.id) { inFlight.remove(signed.id) } }
                 for outcome in outcomes(of: items, applied: applied) { feed(.stored(outcome)) }
             } catch {
-                logger.error("cannot store \(operations.count) received operation(s): \(error)")
+                if error is CancellationError {
+                    // The node is stopping; peers offer them again next time.
+                    logger.debug("stopped before storing \(operations.count) received operation(s)")
+                } else {
+                    logger.error("cannot store \(operations.count) received operation(s): \(error)")
+                }
                 inFlight.withLock { inFlight in for signed in operations { inFlight.remove(signed.id) } }
                 // The core forgets it saw them, so they are taken again when offered again.
                 var bySource: [PeerID: [OperationID]] = [:]

@@ -77,8 +77,8 @@ public final class MeshNode: Service, Sendable {
     struct DialTarget {
         var how: ConnectedPeer.Origin
         var identity: PublicIdentity?
-        /// Resumed to end a dialer's wait early (a healed link).
-        var wakeUp: CheckedContinuation<Void, Never>?
+        /// Ends a dialer's wait early (a healed link).
+        var wakeRequested = false
     }
 
     public let configuration: Configuration
@@ -130,8 +130,7 @@ public final class MeshNode: Service, Sendable {
 
     /// Stops dialing `address` (an open connection stays).
     public func forget(_ address: PeerAddress) {
-        let wakeUp = registry.withLock { $0.dialTargets.removeValue(forKey: address)?.wakeUp }
-        wakeUp?.resume()
+        registry.withLock { _ = $0.dialTargets.removeValue(forKey: address) }
     }
 
     /// Cuts the link to `peer`: closes its connection with CLOSE 4 and refuses it until
@@ -147,16 +146,12 @@ public final class MeshNode: Service, Sendable {
 
     /// Heals a cut link: the peer is accepted again, and dialers of its address dial now.
     public func heal(_ peer: PublicIdentity) {
-        let wakeUps = registry.withLock { registry in
+        registry.withLock { registry in
             registry.blocked.remove(peer)
-            var wakeUps: [CheckedContinuation<Void, Never>] = []
             for (address, target) in registry.dialTargets where target.identity == peer || target.identity == nil {
-                if let wakeUp = target.wakeUp { wakeUps.append(wakeUp) }
-                registry.dialTargets[address]?.wakeUp = nil
+                registry.dialTargets[address]?.wakeRequested = true
             }
-            return wakeUps
         }
-        for wakeUp in wakeUps { wakeUp.resume() }
     }
 
     /// Closes the connection with `peer`, if any, with CLOSE `code` (a protocol error found
@@ -282,29 +277,22 @@ public final class MeshNode: Service, Sendable {
         registry.withLock { $0.blocked.contains(peer) || $0.sessions[peer] != nil }
     }
 
-    /// Sleeps until the delay passes, the link is healed, or the node stops.
+    /// Sleeps until the delay passes, the link is healed (`heal` sets `wakeRequested`), the
+    /// address is forgotten, or the node stops. Checks every 50 ms: simpler than racing a
+    /// continuation against the timer, and a dialer is idle anyway.
     private func waitToRedial(_ peer: PeerAddress, nanoseconds: Int64) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await Task.sleep(for: .nanoseconds(nanoseconds)) }
-            group.addTask {
-                await withCheckedContinuation { continuation in
-                    let stored = self.registry.withLock { registry in
-                        guard registry.dialTargets[peer] != nil else { return false }
-                        registry.dialTargets[peer]?.wakeUp = continuation
-                        return true
-                    }
-                    if !stored { continuation.resume() }
+        let deadline = ContinuousClock.now + .nanoseconds(nanoseconds)
+        while ContinuousClock.now < deadline {
+            let wake = registry.withLock { registry -> Bool in
+                guard let target = registry.dialTargets[peer] else { return true }
+                if target.wakeRequested {
+                    registry.dialTargets[peer]?.wakeRequested = false
+                    return true
                 }
+                return false
             }
-            await group.next()
-            // Whichever ended first, end the other: a stored continuation is resumed exactly once.
-            let wakeUp = registry.withLock { registry -> CheckedContinuation<Void, Never>? in
-                let wakeUp = registry.dialTargets[peer]?.wakeUp
-                registry.dialTargets[peer]?.wakeUp = nil
-                return wakeUp
-            }
-            wakeUp?.resume()
-            group.cancelAll()
+            if wake { return }
+            do { try await Task.sleep(for: .milliseconds(50)) } catch { return }
         }
     }
 

@@ -1,0 +1,35 @@
+import Foundation
+import Testing
+import Weft
+import WeftCrypto
+import WeftModel
+import WeftNode
+
+@Suite("LocalNode: a whole node on a home, in-process", .timeLimit(.minutes(1)))
+struct LocalNodeTests {
+    @Test("two homes, one call each: a message goes from one client to the other and comes back delivered")
+    func twoNodes() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("weft-localnode-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let meshKey = MeshKey.generate()
+        let aliceHome = root.appendingPathComponent("alice")
+        let bobHome = root.appendingPathComponent("bob")
+        _ = try NodeHome(directory: aliceHome).create(displayName: "alice", meshKey: meshKey, protection: .none)
+        let bobUser = try NodeHome(directory: bobHome).create(displayName: "bob", meshKey: meshKey, protection: .none).publicKey
+
+        let alice = try await LocalNode.start(home: aliceHome)
+        let bob = try await LocalNode.start(home: bobHome, peers: [alice.address])
+        // A second node on the same home is refused with one sentence.
+        await #expect(throws: (any Error).self) { _ = try await LocalNode.start(home: aliceHome) }
+
+        let conversation = try await alice.client.createConversation(with: [bobUser])
+        let sent = try await alice.client.send([MessagePart(mimeType: "text/plain", data: Array("hi bob".utf8))], in: conversation.id)
+        try await InProcessNodeTests.eventually("bob has the message", within: 20) { try await bob.client.message(sent.id) != nil }
+        try await InProcessNodeTests.eventually("alice sees delivered", within: 20) {
+            try await alice.client.message(sent.id)?.status(for: bobUser) == .delivered
+        }
+        await bob.stop()
+        await alice.stop()
+        #expect(!FileManager.default.fileExists(atPath: aliceHome.appendingPathComponent("control.sock").path))
+    }
+}

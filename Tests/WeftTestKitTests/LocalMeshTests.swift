@@ -139,10 +139,13 @@ struct LocalMeshTests {
             let (a, b, c) = (mesh.nodes[0], mesh.nodes[1], mesh.nodes[2])
             let group = try await a.createConversation(with: [b.user, c.user], distinct: false)
             let before = try await a.send("before", in: group.id)
+            _ = try await b.wait(for: .message(before), timeout: .seconds(30))
             _ = try await c.wait(for: .message(before), timeout: .seconds(30))
 
             try await a.removeParticipants([c.user], from: group.id)
             let after = try await a.send("after", in: group.id)
+            // b replies once it holds `after`, so its reply follows the removal too.
+            _ = try await b.wait(for: .message(after), timeout: .seconds(30))
             let reply = try await b.send("reply after", in: group.id)
             try await mesh.waitUntilConverged(among: [0, 1])
             // A fence: a later message to c in another conversation, from both a and b; once

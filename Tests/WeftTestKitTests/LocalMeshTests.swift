@@ -152,6 +152,7 @@ struct LocalMeshTests {
             // c holds them, everything a and b pushed before has had its chance to arrive.
             let side = try await a.createConversation(with: [b.user, c.user], distinct: false)
             let fenceA = try await a.send("fence", in: side.id)
+            _ = try await b.wait(for: .message(fenceA), timeout: .seconds(30))
             let fenceB = try await b.send("fence", in: side.id)
             _ = try await c.wait(for: .message(fenceA), timeout: .seconds(30))
             _ = try await c.wait(for: .message(fenceB), timeout: .seconds(30))

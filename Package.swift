@@ -15,7 +15,8 @@ import PackageDescription
 ///       <- WeftNode (SwiftNIO edge: listener, dialers, one session per peer; serves a Store;
 ///                    the control socket's server and client)
 ///       <- Weft (the client API)
-///       <- weft (the CLI), WeftTestKit (LocalMesh, with the mesh issue)
+///       <- weft (the CLI), WeftTestKit (LocalMesh: `weft node` processes driven through
+///                                          their control sockets)
 ///
 /// WeftStore and WeftSync sit side by side: the sync core decides what to send from events
 /// and never touches the database; the node carries out its actions against the store.
@@ -32,6 +33,7 @@ let package = Package(
         .library(name: "WeftControl", targets: ["WeftControl"]),
         .library(name: "WeftNode", targets: ["WeftNode"]),
         .library(name: "Weft", targets: ["Weft"]),
+        .library(name: "WeftTestKit", targets: ["WeftTestKit"]),
         .executable(name: "weft", targets: ["weft"]),
     ],
     dependencies: [
@@ -118,6 +120,13 @@ let package = Package(
             ]
         ),
 
+        /// LocalMesh: real `weft node` processes on loopback for integration tests, driven
+        /// through their control sockets. Runs the `weft` executable (built beside the tests).
+        .target(
+            name: "WeftTestKit",
+            dependencies: ["WeftControl", "WeftNode", "WeftModel", "WeftCrypto"]
+        ),
+
         // MARK: - The CLI
         .executableTarget(
             name: "weft",
@@ -173,6 +182,13 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "WeftTestKitTests",
+            // Runs the weft executable that `swift build --build-tests` builds beside it.
+            dependencies: ["WeftTestKit", "WeftControl", "WeftModel", "WeftCrypto", "WeftNode", "WeftSync", "WeftWire", "WeftStore",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

@@ -31,6 +31,7 @@ def req(description, type_, rid, fields, body):
 TYPES = {"PING": 1, "STATUS": 2, "PEERS": 3, "USERS": 4, "CREATE CONVERSATION": 0x10, "ADD PARTICIPANTS": 0x11,
          "REMOVE PARTICIPANTS": 0x12, "LEAVE": 0x13, "CONVERSATIONS": 0x14, "CONVERSATION": 0x15, "SEND": 0x20,
          "MESSAGES": 0x21, "MARK READ": 0x22, "MARK ALL READ": 0x23, "WAIT": 0x30, "WATCH": 0x31,
+         "STATISTICS": 0x05, "CONNECT": 0x40, "CUT": 0x41, "HEAL": 0x42, "STATISTICS RESULT": 0x85,
          "DONE": 0x80, "PONG": 0x81, "STATUS RESULT": 0x82, "PEERS RESULT": 0x83, "USERS RESULT": 0x84,
          "CONVERSATION RESULT": 0x90, "CONVERSATIONS RESULT": 0x91, "SENT": 0x92, "MESSAGES RESULT": 0x93,
          "FOUND": 0x94, "WATCHING": 0xa0, "EVENT": 0xa1, "ERROR": 0xff}
@@ -59,6 +60,10 @@ req("mark all read", "MARK ALL READ", 15, {"conversation": CONV}, h(CONV))
 req("wait 1.5 s for a message", "WAIT", 16, {"object": {"message": MSG}, "timeoutMilliseconds": 1500}, u8(2) + h(MSG) + u32(1500))
 req("wait 0 s for a conversation", "WAIT", 17, {"object": {"conversation": CONV}, "timeoutMilliseconds": 0}, u8(1) + h(CONV) + u32(0))
 req("watch", "WATCH", 18, {}, b"")
+req("statistics", "STATISTICS", 19, {}, b"")
+req("dial 127.0.0.1:7400 and keep dialing it", "CONNECT", 20, {"address": "127.0.0.1:7400"}, text("127.0.0.1:7400"))
+req("cut the link to bob", "CUT", 21, {"peer": BOB}, h(BOB))
+req("heal the link to bob", "HEAL", 22, {"peer": BOB}, h(BOB))
 
 conversation_fields = {"conversation": CONV, "creator": ALICE, "createdAt": str(HLC), "distinct": True,
     "participants": [ALICE, BOB], "merged": [MERGED], "metadata": {"title": "Lunch"}, "messageCount": 1,
@@ -92,6 +97,9 @@ resp("bob, inbound, holding 3 conversations and 120 operations", "PEERS RESULT",
     page([h(BOB) + text("bob") + text("127.0.0.1:50000") + u8(2) + u64(1700000000500) + u8(1) + u32(3) + u64(120)]))
 resp("bob, connected", "USERS RESULT", 4, {"users": [{"user": BOB, "displayName": "bob", "isConnected": True}]},
     page([h(BOB) + text("bob") + u8(1)]))
+resp("two replication counters", "STATISTICS RESULT", 19,
+    {"counters": [{"name": "operationsReceived", "value": "120"}, {"name": "duplicatesReceived", "value": "3"}]},
+    lst([text("operationsReceived") + u64(120), text("duplicatesReceived") + u64(3)]))
 resp("a conversation with one merged into it", "CONVERSATION RESULT", 11, conversation_fields, conversation_bytes)
 resp("a page holding the only conversation", "CONVERSATIONS RESULT", 10, {"total": 1, "conversations": [conversation_fields]},
     u32(1) + page([conversation_bytes]))
@@ -132,6 +140,7 @@ invalid = [
     {"description": "CREATE CONVERSATION with a metadata key twice", "hex": frame(0x10, 5, u8(1) + lst([h(BOB)]) + lst([text("a") + text("1"), text("a") + text("2")])), "errorCode": 1},
     {"description": "ADD PARTICIPANTS with an empty list", "hex": frame(0x11, 7, h(CONV) + lst([])), "errorCode": 1},
     {"description": "SEND with a MIME type that is not UTF-8", "hex": frame(0x20, 12, h(CONV) + lst([u16(2) + b"\xc3\x28" + blob(b"x")])), "errorCode": 1},
+    {"description": "CUT with a user cut short", "hex": frame(0x41, 21, h(BOB)[:31]), "errorCode": 1},
     {"description": "WAIT for an unassigned object kind", "hex": frame(0x30, 16, u8(3) + h(CONV) + u32(0)), "errorCode": 1},
 ]
 

@@ -7,7 +7,8 @@ import WeftNode
 import WeftStore
 
 /// The daemon's answers to control requests (SPEC.md §15.4), over its `WeftClient`, the
-/// node's `PeerDirectory` and, once replication runs, a `ReplicationReport`.
+/// node's `PeerDirectory`, the `MeshNode` whose links CONNECT, CUT and HEAL change, and, once
+/// replication runs, a `ReplicationReport`.
 public final class ClientControlHandler: ControlHandler {
     /// What `status` reports that the handler does not look up.
     public struct Settings: Sendable {
@@ -28,13 +29,20 @@ public final class ClientControlHandler: ControlHandler {
     public let client: WeftClient
     private let directory: PeerDirectory
     private let replication: (any ReplicationReport)?
+    private let node: MeshNode?
     private let settings: Settings
     private let listenAddress = Mutex("")
 
-    public init(client: WeftClient, directory: PeerDirectory, settings: Settings, replication: (any ReplicationReport)? = nil) {
+    /// - Parameter node: the mesh node whose links the link requests change; without one they
+    ///   are refused as not supported.
+    public init(
+        client: WeftClient, directory: PeerDirectory, settings: Settings, node: MeshNode? = nil,
+        replication: (any ReplicationReport)? = nil
+    ) {
         self.client = client
         self.directory = directory
         self.settings = settings
+        self.node = node
         self.replication = replication
     }
 
@@ -160,6 +168,29 @@ public final class ClientControlHandler: ControlHandler {
                 for event in ControlEvent.events(for: change) { try await emit(event) }
             }
         }
+    }
+
+    // MARK: - Replication and links
+
+    public func statistics() async throws(ControlFailure) -> [ReplicationCounter] {
+        guard let replication else { throw ControlFailure(.notSupported, "This node does not replicate.") }
+        return await replication.statistics()
+    }
+
+    public func connect(to address: String) async throws(ControlFailure) {
+        guard let peer = PeerAddress(address) else {
+            throw ControlFailure(.invalidArgument, "\"\(address)\" is not host:port with a port from 0 to 65535.")
+        }
+        try linkedNode().connect(to: peer)
+    }
+
+    public func cut(_ peer: UserID) async throws(ControlFailure) { try linkedNode().cut(peer) }
+
+    public func heal(_ peer: UserID) async throws(ControlFailure) { try linkedNode().heal(peer) }
+
+    private func linkedNode() throws(ControlFailure) -> MeshNode {
+        guard let node else { throw ControlFailure(.notSupported, "This node has no mesh links to change.") }
+        return node
     }
 
     // MARK: - Helpers

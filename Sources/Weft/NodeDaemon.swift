@@ -82,7 +82,7 @@ public final class NodeDaemon: Service, Sendable {
             settings: .init(
                 displayName: configuration.node.displayName, timeToLive: configuration.timeToLive,
                 retentionDays: configuration.retentionDays, startedAt: Mailbox.systemClock()),
-            replication: ReplicatorReport(replicator: replicator))
+            node: node, replication: ReplicatorReport(replicator: replicator))
         events.daemon = self
     }
 

@@ -12,4 +12,15 @@ struct ReplicatorReport: ReplicationReport {
     func holdings(of peer: UserID) async -> PeerHoldings? {
         replicator.holdings(of: peer).map { PeerHoldings(conversations: UInt32(clamping: $0.conversations), operations: UInt64($0.operations)) }
     }
+    func statistics() async -> [ReplicationCounter] {
+        let statistics = replicator.statistics
+        let counters: [(String, Int)] = [
+            ("operationsReceived", statistics.operationsReceived), ("duplicatesReceived", statistics.duplicatesReceived),
+            ("operationsPushed", statistics.operationsPushed), ("operationsAnnounced", statistics.operationsAnnounced),
+            ("grafts", statistics.grafts), ("prunesSent", statistics.prunesSent),
+            ("operationsDropped", statistics.operationsDropped), ("messagesNotQueued", statistics.messagesNotQueued),
+            ("reconciliations", statistics.reconciliations),
+        ]
+        return counters.map { ReplicationCounter(name: $0.0, value: UInt64(clamping: $0.1)) }
+    }
 }

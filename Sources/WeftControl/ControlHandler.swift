@@ -28,6 +28,15 @@ public protocol ControlHandler: Sendable {
     /// watcher slows only its own stream, whose store subscription drops the oldest batches and
     /// reports them as `missed`); returns when `emit` throws or the task is cancelled.
     func watch(_ emit: @escaping @Sendable (ControlEvent) async throws -> Void) async throws
+    /// The replication counters since the node started.
+    func statistics() async throws(ControlFailure) -> [ReplicationCounter]
+    /// Dials `address` (`host:port`) and keeps dialing it; a text that is not one is
+    /// `invalidArgument`.
+    func connect(to address: String) async throws(ControlFailure)
+    /// Closes the link to `peer` and refuses it until `heal(_:)`.
+    func cut(_ peer: UserID) async throws(ControlFailure)
+    /// Accepts a cut peer again; dialers of its address dial at once.
+    func heal(_ peer: UserID) async throws(ControlFailure)
 }
 
 extension ControlHandler {
@@ -77,6 +86,16 @@ extension ControlHandler {
             return .done
         case .wait(let object, let timeout):
             return .found(try await waitForObject(object, timeout: .milliseconds(Int64(timeout))))
+        case .statistics: return .statistics(try await statistics())
+        case .connect(let address):
+            try await connect(to: address)
+            return .done
+        case .cut(let peer):
+            try await cut(peer)
+            return .done
+        case .heal(let peer):
+            try await heal(peer)
+            return .done
         case .watch:
             preconditionFailure("the server streams WATCH itself")
         }
@@ -112,4 +131,6 @@ public protocol ReplicationReport: Sendable {
     func heldOperations() async -> UInt64
     /// What a connected peer is known to hold; nil if nothing is known yet.
     func holdings(of peer: UserID) async -> PeerHoldings?
+    /// The replication counters since the node started.
+    func statistics() async -> [ReplicationCounter]
 }

@@ -23,6 +23,14 @@ public enum ControlRequest: Hashable, Sendable {
     case markAllRead(ConversationID)
     case wait(ControlObjectID, timeoutMilliseconds: UInt32)
     case watch
+    /// The replication counters (for benchmarks and tests: duplicates received, ...).
+    case statistics
+    /// Dial `host:port` and keep dialing it (a link added while running).
+    case connect(address: String)
+    /// Close the link to a peer and refuse it until HEAL (a partition in a test mesh).
+    case cut(UserID)
+    /// Accept a cut peer again and redial its address at once.
+    case heal(UserID)
 
     /// A new conversation's participants (the local user is implicit) and options.
     public struct CreateConversation: Hashable, Sendable {
@@ -53,11 +61,12 @@ public enum ControlRequest: Hashable, Sendable {
 
     /// The request types of SPEC.md §15.4.
     public enum Kind: UInt8, CaseIterable, Sendable {
-        case ping = 0x01, status = 0x02, peers = 0x03, users = 0x04
+        case ping = 0x01, status = 0x02, peers = 0x03, users = 0x04, statistics = 0x05
         case createConversation = 0x10, addParticipants = 0x11, removeParticipants = 0x12, leave = 0x13
         case conversations = 0x14, conversation = 0x15
         case send = 0x20, messages = 0x21, markRead = 0x22, markAllRead = 0x23
         case wait = 0x30, watch = 0x31
+        case connect = 0x40, cut = 0x41, heal = 0x42
     }
 
     public var kind: Kind {
@@ -78,6 +87,10 @@ public enum ControlRequest: Hashable, Sendable {
         case .markAllRead: .markAllRead
         case .wait: .wait
         case .watch: .watch
+        case .statistics: .statistics
+        case .connect: .connect
+        case .cut: .cut
+        case .heal: .heal
         }
     }
 
@@ -92,7 +105,7 @@ public enum ControlRequest: Hashable, Sendable {
         switch self {
         case .ping(let value):
             body.writeInteger(value)
-        case .status, .peers, .users, .watch:
+        case .status, .peers, .users, .watch, .statistics:
             break
         case .createConversation(let create):
             body.writeInteger((create.distinct ? Self.distinctFlag : 0) | (create.announce ? Self.announceFlag : 0))
@@ -122,6 +135,10 @@ public enum ControlRequest: Hashable, Sendable {
         case .wait(let object, let timeout):
             object.write(into: &body)
             body.writeInteger(timeout)
+        case .connect(let address):
+            body.writeControlText(address, limit: ControlConstants.maxShortTextByteCount)
+        case .cut(let peer), .heal(let peer):
+            body.writeBytes(peer.bytes)
         }
         return ControlFrame(type: kind.rawValue, requestID: requestID, body: body)
     }
@@ -144,6 +161,7 @@ public enum ControlRequest: Hashable, Sendable {
         case .peers: self = .peers
         case .users: self = .users
         case .watch: self = .watch
+        case .statistics: self = .statistics
         case .createConversation:
             let flags = try body.readFlags("conversation flags", allowed: Self.distinctFlag | Self.announceFlag)
             let participants = try body.readList("participants") { (b: inout ByteBuffer) throws(ControlFailure) in try b.readUser("participant") }
@@ -179,6 +197,9 @@ public enum ControlRequest: Hashable, Sendable {
         case .wait:
             let object = try ControlObjectID.read(from: &body)
             self = .wait(object, timeoutMilliseconds: try body.readU32("timeout"))
+        case .connect: self = .connect(address: try body.readControlText("address", limit: ControlConstants.maxShortTextByteCount))
+        case .cut: self = .cut(try body.readUser("peer"))
+        case .heal: self = .heal(try body.readUser("peer"))
         }
         try body.expectEnd("the \(kind) request")
     }

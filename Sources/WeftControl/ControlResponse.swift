@@ -10,6 +10,8 @@ public enum ControlResponse: Hashable, Sendable {
     case status(NodeStatus)
     case peers([PeerRecord])
     case users([KnownUser])
+    /// The replication counters, in the node's order.
+    case statistics([ReplicationCounter])
     case conversation(ConversationRecord)
     /// A page: `total` conversations exist, these start at the requested offset.
     case conversations(total: UInt32, [ConversationRecord])
@@ -26,7 +28,7 @@ public enum ControlResponse: Hashable, Sendable {
 
     /// The response types of SPEC.md §15.5.
     public enum Kind: UInt8, CaseIterable, Sendable {
-        case done = 0x80, pong = 0x81, status = 0x82, peers = 0x83, users = 0x84
+        case done = 0x80, pong = 0x81, status = 0x82, peers = 0x83, users = 0x84, statistics = 0x85
         case conversation = 0x90, conversations = 0x91, sent = 0x92, messages = 0x93, found = 0x94
         case watching = 0xa0, event = 0xa1
         case error = 0xff
@@ -39,6 +41,7 @@ public enum ControlResponse: Hashable, Sendable {
         case .status: .status
         case .peers: .peers
         case .users: .users
+        case .statistics: .statistics
         case .conversation: .conversation
         case .conversations: .conversations
         case .sent: .sent
@@ -59,6 +62,7 @@ public enum ControlResponse: Hashable, Sendable {
         case .status(let status): status.write(into: &body)
         case .peers(let peers): body.writePage(peers) { $1.write(into: &$0) }
         case .users(let users): body.writePage(users) { $1.write(into: &$0) }
+        case .statistics(let counters): body.writeList(counters) { $1.write(into: &$0) }
         case .conversation(let record): record.write(into: &body)
         case .conversations(let total, let records):
             body.writeInteger(total)
@@ -94,6 +98,7 @@ public enum ControlResponse: Hashable, Sendable {
         case .status: self = .status(try NodeStatus.read(from: &body))
         case .peers: self = .peers(try body.readPage("peers", minimumItemBytes: 46) { (b: inout ByteBuffer) throws(ControlFailure) in try PeerRecord.read(from: &b) })
         case .users: self = .users(try body.readPage("users", minimumItemBytes: 35) { (b: inout ByteBuffer) throws(ControlFailure) in try KnownUser.read(from: &b) })
+        case .statistics: self = .statistics(try body.readList("counters") { (b: inout ByteBuffer) throws(ControlFailure) in try ReplicationCounter.read(from: &b) })
         case .conversation: self = .conversation(try ConversationRecord.read(from: &body))
         case .conversations:
             let total = try body.readU32("total")

@@ -68,6 +68,10 @@ func request(from fields: [String: Any]) -> ControlRequest {
     case "MARK ALL READ": .markAllRead(conversation(fields["conversation"]))
     case "WAIT": .wait(object(fields["object"]), timeoutMilliseconds: u32(fields["timeoutMilliseconds"]))
     case "WATCH": .watch
+    case "STATISTICS": .statistics
+    case "CONNECT": .connect(address: fields["address"] as! String)
+    case "CUT": .cut(user(fields["peer"]))
+    case "HEAL": .heal(user(fields["peer"]))
     case let other: fatalError("no request \(other) in the vectors' vocabulary")
     }
 }
@@ -131,6 +135,8 @@ func response(from f: [String: Any]) -> ControlResponse {
         .users((f["users"] as! [[String: Any]]).map {
             KnownUser(user: user($0["user"]), displayName: $0["displayName"] as! String, isConnected: $0["isConnected"] as! Bool)
         })
+    case "STATISTICS RESULT":
+        .statistics((f["counters"] as! [[String: Any]]).map { ReplicationCounter(name: $0["name"] as! String, value: u64($0["value"])) })
     case "CONVERSATION RESULT": .conversation(conversationRecord(f))
     case "CONVERSATIONS RESULT": .conversations(total: u32(f["total"]), (f["conversations"] as! [[String: Any]]).map(conversationRecord))
     case "SENT": .sent(message(f["message"]))

@@ -38,6 +38,7 @@ let package = Package(
                 .product(name: "WeftNode", package: "weft"),
                 .product(name: "WeftControl", package: "weft"),
                 .product(name: "WeftStore", package: "weft"),
+                .product(name: "WeftSync", package: "weft"),
                 .product(name: "WeftModel", package: "weft"),
                 .product(name: "WeftCrypto", package: "weft"),
                 .product(name: "NIOCore", package: "swift-nio"),

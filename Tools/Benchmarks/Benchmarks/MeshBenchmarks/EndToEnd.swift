@@ -39,10 +39,11 @@ struct EndToEnd {
 
         let start = ContinuousClock.now
         let perConnection = messages / connections
+        let socketA = a.socketPath
         try await withThrowingTaskGroup { group in
             for connection in 0..<connections {
                 group.addTask {
-                    try await ControlClient.withConnection(socketPath: a.socketPath) { control in
+                    try await ControlClient.withConnection(socketPath: socketA) { control in
                         for index in 0..<perConnection {
                             let text = "message \(index) on connection \(connection)"
                             _ = try await control.request(.send([.init(mimeType: "text/plain", data: Array(text.utf8))], in: conversation))

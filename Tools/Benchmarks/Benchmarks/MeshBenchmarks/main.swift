@@ -2,11 +2,11 @@ import Foundation
 
 // The mesh's benchmarks (issue 7): figures, goals and limits side by side, measured in one run.
 //
-//     MeshBenchmarks [--weft PATH] [--only end-to-end,catch-up,spread,footprint] [--quick]
+//     MeshBenchmarks [--weft PATH] [--only footprint,end-to-end,catch-up,reconciliation,spread] [--quick]
 //
 // `--quick` runs each at a tenth of its size (a smoke test of the harness, not the figures).
 
-var selected: Set<String> = ["footprint", "end-to-end", "catch-up", "spread"]
+var selected: Set<String> = ["footprint", "end-to-end", "catch-up", "reconciliation", "spread"]
 var quick = false
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
@@ -100,9 +100,25 @@ if selected.contains("spread") {
         met: result.receptionsPerOperation <= 1.2))
 }
 
-rows.append(Row(
-    benchmark: "Reconciliation bytes (10,000 identical conversations)", figure: "not measured here",
-    goal: "< 2 KB", limit: "-", met: nil))
+if selected.contains("reconciliation") {
+    let conversations = quick ? 1_000 : 10_000
+    for missing in [0, 100] {
+        log("reconciliation: \(conversations) conversations, \(missing) operations missing on one side...")
+        let result = try await Reconciliation(conversations: conversations, missing: missing).run()
+        log("reconciliation: \(result.bytes) bytes in \(format(result.elapsed.seconds, 2)) s; the missing operations are \(result.missingBytes) bytes")
+        if missing == 0 {
+            rows.append(Row(
+                benchmark: "Reconciliation: two in-process nodes holding the same \(conversations) conversations connect; sync bytes until in sync",
+                figure: "\(result.bytes) B", goal: "< 2,048 B", limit: "-", met: result.bytes < 2_048))
+        } else {
+            let goal = Double(result.missingBytes) * 1.2 + 1_024
+            rows.append(Row(
+                benchmark: "Reconciliation: the same with \(missing) operations (\(result.missingBytes) B) missing on one side",
+                figure: "\(result.bytes) B", goal: "< \(format(goal)) B (1.2 x ops + 1 KB)", limit: "\(result.missingBytes) B",
+                met: Double(result.bytes) < goal))
+        }
+    }
+}
 
 print("| Benchmark | Figure | Goal | Limit | Met |")
 print("| --- | --- | --- | --- | --- |")

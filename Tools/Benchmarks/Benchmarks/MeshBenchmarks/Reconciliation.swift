@@ -48,28 +48,35 @@ struct Reconciliation {
         var logger = Logger(label: "bench.reconciliation")
         logger.logLevel = .critical
         let counter = Counter()
-        func makeNode(_ name: String, _ identity: NodeIdentity) throws -> InProcessNode {
-            try try InProcessNode(
-                configuration: MeshNode.Configuration(identity: identity, meshKey: meshKey, displayName: name),
-                store: try Store(directory: nil, localUser: identity.publicKey), logger: logger, onEvent: counter.take)
-        }
+        // The stores are filled before their nodes exist: a replicator reads the store's
+        // summaries when it is made.
         let firstIdentity = NodeIdentity.generate()
-        let first = try makeNode("first", firstIdentity)
-        let second = try makeNode("second", NodeIdentity.generate())
-        try await first.store.fillSynthetic(
+        let secondIdentity = NodeIdentity.generate()
+        let firstStore = try Store(directory: nil, localUser: firstIdentity.publicKey)
+        let secondStore = try Store(directory: nil, localUser: secondIdentity.publicKey)
+        try await firstStore.fillSynthetic(
             conversations: conversations, messagesPerConversation: 1, local: firstIdentity, peers: [NodeIdentity.generate()])
+        let secondMailbox = try Mailbox(store: secondStore, identity: secondIdentity)
         var missingBytes = 0
         var batch: [SignedOperation] = []
-        for (index, summary) in try first.store.logSummaries().enumerated() {
-            var operations = try first.store.operations(in: summary.conversation)
+        for (index, summary) in try firstStore.logSummaries().enumerated() {
+            var operations = try firstStore.operations(in: summary.conversation)
             if index < missing, let last = operations.popLast() { missingBytes += SyncMessage.byteCount(of: last) }
             batch += operations
             if batch.count >= 4_000 {
-                _ = try await second.client.mailbox.receive(batch)
+                _ = try await secondMailbox.receive(batch)
                 batch = []
             }
         }
-        if !batch.isEmpty { _ = try await second.client.mailbox.receive(batch) }
+        if !batch.isEmpty { _ = try await secondMailbox.receive(batch) }
+
+        func makeNode(_ name: String, _ identity: NodeIdentity, _ store: Store) throws -> InProcessNode {
+            try InProcessNode(
+                configuration: MeshNode.Configuration(identity: identity, meshKey: meshKey, displayName: name),
+                store: store, logger: logger, onEvent: { counter.take($0) })
+        }
+        let first = try makeNode("first", firstIdentity, firstStore)
+        let second = try makeNode("second", secondIdentity, secondStore)
 
         return try await withThrowingTaskGroup { group in
             group.addTask { try await first.run() }

@@ -30,7 +30,8 @@ struct EndToEnd {
         try a.start(peers: [b])
         try c.start(peers: [b])
         try await waitUntil("the line A–B–C to connect", seconds: 20) {
-            try await a.status().connectedPeers == 1 && b.status().connectedPeers == 2 && c.status().connectedPeers == 1
+            let (peersA, peersB, peersC) = (try await a.status().connectedPeers, try await b.status().connectedPeers, try await c.status().connectedPeers)
+            return peersA == 1 && peersB == 2 && peersC == 1
         }
         let userC = try c.user
         guard case .conversation(let created) = try await a.request(.createConversation(.init(participants: [userC], announce: true)))

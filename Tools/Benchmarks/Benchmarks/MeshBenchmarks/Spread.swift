@@ -70,7 +70,8 @@ struct Spread {
             let conversation = try await members[0].client.createConversation(
                 with: users, options: ConversationOptions(distinct: false, announce: true))
             try await waitUntil("every node to hold the conversation", seconds: 30) {
-                try members.allSatisfy { try $0.client.conversation(conversation.id) != nil }
+                for member in members where try await member.client.conversation(conversation.id) == nil { return false }
+                return true
             }
 
             let start = ContinuousClock.now
@@ -79,7 +80,10 @@ struct Spread {
                 try await poster.client.send([.text("message \(index)")], in: conversation.id)
             }
             try await waitUntil("every node to hold \(messages) messages", seconds: 300, interval: .milliseconds(5)) {
-                try members.allSatisfy { try $0.client.conversation(conversation.id)?.totalMessageCount == messages }
+                for member in members where try await member.client.conversation(conversation.id)?.totalMessageCount != messages {
+                    return false
+                }
+                return true
             }
             let elapsed = ContinuousClock.now - start
 

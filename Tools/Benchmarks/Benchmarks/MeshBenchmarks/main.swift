@@ -2,18 +2,21 @@ import Foundation
 
 // The mesh's benchmarks (issue 7): figures, goals and limits side by side, measured in one run.
 //
-//     MeshBenchmarks [--weft PATH] [--only footprint,end-to-end,catch-up,reconciliation,spread] [--quick]
+//     MeshBenchmarks [--weft PATH] [--only footprint,end-to-end,catch-up,reconciliation,spread] [--quick] [--messages N]
 //
-// `--quick` runs each at a tenth of its size (a smoke test of the harness, not the figures).
+// `--quick` runs each at a tenth of its size (a smoke test of the harness, not the figures);
+// `--messages N` sets the end-to-end run's message count (default 20,000).
 
 var selected: Set<String> = ["footprint", "end-to-end", "catch-up", "reconciliation", "spread"]
 var quick = false
+var endToEndMessages: Int?
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
     case "--weft": weftBinary = URL(fileURLWithPath: arguments.next() ?? "")
     case "--only": selected = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     case "--quick": quick = true
+    case "--messages": endToEndMessages = Int(arguments.next() ?? "")
     default:
         FileHandle.standardError.write(Data("unknown argument \(argument)\n".utf8))
         exit(2)
@@ -59,7 +62,7 @@ if selected.contains("footprint") {
 
 if selected.contains("end-to-end") {
     let directory = try TemporaryDirectory("e2e")
-    let benchmark = EndToEnd(messages: quick ? 2_000 : 20_000)
+    let benchmark = EndToEnd(messages: endToEndMessages ?? (quick ? 2_000 : 20_000))
     log("end to end: A–B–C, \(benchmark.messages) messages...")
     let result = try await benchmark.run(in: directory.url)
     let rate = Double(result.messages) / result.deliveredAtA.seconds

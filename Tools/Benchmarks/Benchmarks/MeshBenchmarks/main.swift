@@ -2,14 +2,16 @@ import Foundation
 
 // The mesh's benchmarks (issue 7): figures, goals and limits side by side, measured in one run.
 //
-//     MeshBenchmarks [--weft PATH] [--only footprint,end-to-end,catch-up,reconciliation,spread] [--quick] [--messages N]
+//     MeshBenchmarks [--weft PATH] [--only footprint,end-to-end,catch-up,reconciliation,spread] [--quick] [--messages N] [--spread-messages N]
 //
 // `--quick` runs each at a tenth of its size (a smoke test of the harness, not the figures);
-// `--messages N` sets the end-to-end run's message count (default 20,000).
+// `--messages N` sets the end-to-end run's message count (default 20,000), `--spread-messages N`
+// the spread's (default 2,000).
 
 var selected: Set<String> = ["footprint", "end-to-end", "catch-up", "reconciliation", "spread"]
 var quick = false
 var endToEndMessages: Int?
+var spreadMessages: Int?
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
@@ -17,6 +19,7 @@ while let argument = arguments.next() {
     case "--only": selected = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     case "--quick": quick = true
     case "--messages": endToEndMessages = Int(arguments.next() ?? "")
+    case "--spread-messages": spreadMessages = Int(arguments.next() ?? "")
     default:
         FileHandle.standardError.write(Data("unknown argument \(argument)\n".utf8))
         exit(2)
@@ -89,7 +92,7 @@ if selected.contains("catch-up") {
 }
 
 if selected.contains("spread") {
-    let benchmark = Spread(nodes: 20, messages: quick ? 200 : 2_000)
+    let benchmark = Spread(nodes: 20, messages: spreadMessages ?? (quick ? 200 : 2_000))
     log("spread: \(benchmark.nodes) in-process nodes, \(benchmark.messages) messages...")
     let result = try await benchmark.run()
     log("spread: \(format(result.elapsed.seconds, 2)) s; \(result.operations) operations; \(format(result.receptionsPerOperation, 2)) receptions per op per node; \(result.duplicates) duplicates, \(result.grafts) grafts")

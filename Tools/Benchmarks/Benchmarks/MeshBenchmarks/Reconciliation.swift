@@ -21,6 +21,8 @@ struct Reconciliation {
 
     struct Result {
         var bytes: Int
+        /// The bytes by sync message type ("HAVE", "SUMMARY"...).
+        var bytesByType: [String: Int]
         /// Sync-message bytes of the missing operations (`SyncMessage.byteCount(of:)`).
         var missingBytes: Int
         var elapsed: Duration
@@ -28,12 +30,15 @@ struct Reconciliation {
 
     private final class Counter: Sendable {
         let bytes = Mutex(0)
+        let byType = Mutex([String: Int]())
         let last = Mutex(ContinuousClock.now)
         let listening = Mutex<SocketAddress?>(nil)
         func take(_ event: NodeEvent) {
             switch event {
             case .data(_, let payload):
                 bytes.withLock { $0 += payload.readableBytes }
+                let type = payload.getInteger(at: payload.readerIndex, as: UInt8.self).flatMap(SyncMessageType.init(rawValue:))
+                byType.withLock { $0[type.map(\.description) ?? "?", default: 0] += payload.readableBytes }
                 last.withLock { $0 = .now }
             case .listening(let address):
                 listening.withLock { $0 = address }
@@ -92,7 +97,8 @@ struct Reconciliation {
                     && ContinuousClock.now - counter.last.withLock { $0 } > .seconds(1)
             }
             let elapsed = counter.last.withLock { $0 } - start
-            return Result(bytes: counter.bytes.withLock { $0 }, missingBytes: missingBytes, elapsed: elapsed)
+            return Result(
+                bytes: counter.bytes.withLock { $0 }, bytesByType: counter.byType.withLock { $0 }, missingBytes: missingBytes, elapsed: elapsed)
         }
     }
 }

@@ -111,7 +111,7 @@ if selected.contains("reconciliation") {
     for missing in [0, 100] {
         log("reconciliation: \(conversations) conversations, \(missing) operations missing on one side...")
         let result = try await Reconciliation(conversations: conversations, missing: missing).run()
-        log("reconciliation: \(result.bytes) bytes in \(format(result.elapsed.seconds, 2)) s; the missing operations are \(result.missingBytes) bytes")
+        log("reconciliation: \(result.bytes) bytes in \(format(result.elapsed.seconds, 2)) s (\(result.bytesByType.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))); the missing operations are \(result.missingBytes) bytes")
         if missing == 0 {
             rows.append(Row(
                 benchmark: "Reconciliation: two in-process nodes holding the same \(conversations) conversations connect; sync bytes until in sync",

@@ -10,6 +10,7 @@ let package = Package(
         .package(name: "weft", path: "../.."),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [
         .executableTarget(
@@ -26,7 +27,25 @@ let package = Package(
             plugins: [
                 .plugin(name: "BenchmarkPlugin", package: "benchmark")
             ]
-        )
+        ),
+        /// The mesh's end-to-end benchmarks: real `weft node` processes on loopback, and
+        /// in-process nodes where a figure needs the replicator's counters. Run it with
+        /// `./Tools/bench-mesh` (it needs the release `weft` binary next to it).
+        .executableTarget(
+            name: "MeshBenchmarks",
+            dependencies: [
+                .product(name: "Weft", package: "weft"),
+                .product(name: "WeftNode", package: "weft"),
+                .product(name: "WeftControl", package: "weft"),
+                .product(name: "WeftStore", package: "weft"),
+                .product(name: "WeftSync", package: "weft"),
+                .product(name: "WeftModel", package: "weft"),
+                .product(name: "WeftCrypto", package: "weft"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/MeshBenchmarks"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -177,6 +177,19 @@ extension Store {
         return Set(operations.filter { replica.withholds($0, from: user) }.map(\.id))
     }
 
+    /// Logs holding a removal of participants (kind 3): only their operations can be withheld
+    /// from anyone (§13.3), so replication asks `withheld` for those alone. One scan of the
+    /// operation table, at start.
+    public func logsWithRemovals() throws -> Set<ConversationID> {
+        try database.read { db in
+            var logs: Set<ConversationID> = []
+            for data in try Data.fetchAll(db, sql: "SELECT DISTINCT conversation FROM operation WHERE kind = 3") {
+                logs.insert(try Stored.conversationID(data, "operation.conversation"))
+            }
+            return logs
+        }
+    }
+
     /// A replica with the logs of the merge groups of `logs` in memory: the store's own if it
     /// has them (a copy: nothing here changes it), else one built from them alone.
     private func replicaHolding(_ logs: Set<ConversationID>) throws -> Replica {

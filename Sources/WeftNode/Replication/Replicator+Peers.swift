@@ -110,8 +110,11 @@ extension Replicator {
     /// `operations` less those the §13.3 rule keeps from `user`'s node.
     func withholding(_ operations: [SignedOperation], from user: PublicIdentity) -> [SignedOperation] {
         guard !operations.isEmpty else { return [] }
+        let removals = logsWithRemovals.withLock { $0 }
+        let judged = removals.isEmpty ? [] : operations.filter { removals.contains($0.operation.conversation) }
+        guard !judged.isEmpty else { return operations }
         do {
-            let withheld = try store.withheld(operations, from: user)
+            let withheld = try store.withheld(judged, from: user)
             return withheld.isEmpty ? operations : operations.filter { !withheld.contains($0.id) }
         } catch {
             // Unsure: send nothing rather than something the rule forbids.

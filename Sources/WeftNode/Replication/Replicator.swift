@@ -38,6 +38,10 @@ public final class Replicator: Service, Sendable {
     /// Acknowledged operations waiting to be marked sent.
     let acknowledgements = Mutex(Acknowledgements())
     let clockOrigin = ContinuousClock.now
+    /// Logs holding a removal of participants: the only ones whose operations the §13.3 rule
+    /// can withhold, so the only ones the store is asked about (it may have to replay the
+    /// log to answer). Grows as removals are stored.
+    let logsWithRemovals: Mutex<Set<ConversationID>>
 
     var store: Store { mailbox.store }
 
@@ -51,6 +55,7 @@ public final class Replicator: Service, Sendable {
         self.logger = logger
         self.observer = observer
         self.unstored = UnstoredOperations(limit: configuration.maxUnstoredOperations)
+        self.logsWithRemovals = Mutex(try mailbox.store.logsWithRemovals())
         self.core = Mutex(SyncCore(
             configuration: configuration.sync, localUser: mailbox.localUser, summaries: try mailbox.store.logSummaries()))
     }
@@ -107,12 +112,20 @@ public final class Replicator: Service, Sendable {
     /// Hands an event to the core and carries out its actions, and the events those raise.
     /// Never waits: actions only queue work for the tasks that do it.
     func feed(_ event: SyncEvent) {
+        if case .stored(let outcome) = event { noteRemovals(in: outcome.stored) }
         var events = [event]
         while !events.isEmpty {
             let next = events.removeFirst()
             let actions = core.withLock { $0.handle(next) }
             events += perform(actions)
         }
+    }
+
+    private func noteRemovals(in operations: [SignedOperation]) {
+        let removals = operations.compactMap { signed -> ConversationID? in
+            if case .removeParticipants = signed.operation.body { signed.operation.conversation } else { nil }
+        }
+        if !removals.isEmpty { logsWithRemovals.withLock { $0.formUnion(removals) } }
     }
 
     // MARK: - Node events

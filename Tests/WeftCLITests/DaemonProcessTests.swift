@@ -114,9 +114,13 @@ struct DaemonProcessTests {
         let peers = try #require(try await alice.json("peers") as? [[String: Any]])
         #expect(peers[0]["user"] as? String == bobID)
         #expect(peers[0]["origin"] as? String == "inbound")
-        // Bob holds nothing alice was told of yet; what he holds is known (zero), not unknown.
-        let holdings = try #require(peers[0]["holdings"] as? [String: Any])
-        #expect(holdings["conversations"] as? Int == 0 && holdings["operations"] as? Int == 0)
+        // What bob holds is known, not unknown: once replicated, the one conversation alice
+        // published (by sending in it); the others stay on alice's node.
+        try await eventually("alice knows bob holds the published conversation") {
+            let peers = try await alice.json("peers") as? [[String: Any]] ?? []
+            let holdings = peers.first?["holdings"] as? [String: Any]
+            return holdings?["conversations"] as? Int == 1 && (holdings?["operations"] as? Int ?? 0) >= 2
+        }
         let bobsView = try #require(try await bob.json("peers") as? [[String: Any]])
         #expect(bobsView.first?["origin"] as? String == "static")
         #expect(bobsView.first?["address"] as? String == alice.address)

@@ -55,6 +55,8 @@ public final class LocalNode: Sendable {
                     identity: identity, meshKey: try nodeHome.meshKey(), displayName: nodeHome.displayName(),
                     listenAddress: listenAddress, peers: dial)),
             lock: lock, logger: logger, onReady: { readyContinuation.yield($0) })
+        // Unstructured on purpose: the node outlives this call, as the caller asked. It is owned
+        // by the returned LocalNode, and `stop()` cancels it and waits for it to end.
         let task = Task {
             defer { readyContinuation.finish() }
             try await daemon.run()

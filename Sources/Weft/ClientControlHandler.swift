@@ -159,13 +159,17 @@ public final class ClientControlHandler: ControlHandler {
     // MARK: - Watching
 
     public func watch(_ emit: @escaping @Sendable (ControlEvent) async throws -> Void) async throws {
-        // TODO(lead): take delivery events from `WeftClient.deliveryEvents()` once it exists
-        // (failed with its reason); until then they are derived from the changes.
-        for await batch in client.changes() {
+        // One subscription for both: each commit's changes, then the delivery events it holds
+        // (`WeftClient.deliveryEvents()` derives them the same way, failures with their reason).
+        let localUser = client.localUser
+        for await batch in client.store.changes() {
             try Task.checkCancellation()
             if batch.missedBatches > 0 { try await emit(.missed(UInt32(clamping: batch.missedBatches))) }
-            for change in batch {
+            for change in ObjectChanges(batch, localUser: localUser) {
                 for event in ControlEvent.events(for: change) { try await emit(event) }
+            }
+            for delivery in DeliveryEvent.events(in: batch, localUser: localUser) {
+                for event in ControlEvent.events(for: delivery, recipients: batch) { try await emit(event) }
             }
         }
     }

@@ -1,5 +1,6 @@
 import WeftControl
 import WeftModel
+import WeftStore
 
 // The client's objects as the control protocol shows them (SPEC.md §15.5).
 
@@ -78,9 +79,7 @@ extension ControlFailure {
 }
 
 extension ControlEvent {
-    /// The events one client change makes: the change itself, and the delivery events it
-    /// implies for a message (each recipient whose status rose to delivered or read; every
-    /// recipient, as sent, when the message leaves the outbox).
+    /// The event one client change makes (delivery events come from `DeliveryEvent`).
     static func events(for change: ObjectChange) -> [ControlEvent] {
         let kind = ChangeKind(change.kind)
         let property = change.property?.name ?? ""
@@ -92,21 +91,30 @@ extension ControlEvent {
         case .deleted(.message(let id)):
             return [.message(kind, id, conversation: nil, property: property)]
         case .message(let message):
-            var events: [ControlEvent] = [.message(kind, message.id, conversation: message.conversation, property: property)]
-            switch (change.property, change.oldValue, change.newValue) {
-            case (.recipientStatus, .statuses(let old), .statuses(let new)):
-                for (user, status) in new.sorted(by: { $0.key < $1.key })
-                where status >= .delivered && status > (old[user] ?? .invalid) {
-                    events.append(.delivery(message: message.id, recipient: user, status: DeliveryStatus(status), reason: ""))
-                }
-            case (.isSent, .bool(false), .bool(true)):
-                for user in message.recipientStatus.keys.sorted() {
-                    events.append(.delivery(message: message.id, recipient: user, status: .sent, reason: ""))
-                }
-            default:
-                break
-            }
-            return events
+            return [.message(kind, message.id, conversation: message.conversation, property: property)]
+        }
+    }
+
+    /// A delivery event as WATCH streams it: per recipient. *sent* is about the message, so
+    /// it goes once for each of its recipients (as the commit shows them).
+    static func events(for delivery: DeliveryEvent, recipients batch: CommittedChanges) -> [ControlEvent] {
+        let status: DeliveryStatus
+        var reason = ""
+        switch delivery.kind {
+        case .sent: status = .sent
+        case .delivered: status = .delivered
+        case .read: status = .read
+        case .failed(let why):
+            status = .failed
+            reason = why
+        }
+        if let recipient = delivery.recipient {
+            return [.delivery(message: delivery.message, recipient: recipient, status: status, reason: reason)]
+        }
+        let snapshot = batch.outbox.first { $0.entry.message == delivery.message }?.message
+            ?? batch.changes.messages.first { $0.id == delivery.message }?.snapshot
+        return (snapshot?.recipientStatus.keys.sorted() ?? []).map {
+            .delivery(message: delivery.message, recipient: $0, status: status, reason: reason)
         }
     }
 }

@@ -87,10 +87,16 @@ public actor WeftClient {
         guard !parts.isEmpty else { throw .noParts }
         for part in parts where !MessagePart.isValidMIMEType(part.mimeType) { throw .invalidMIMEType(part.mimeType) }
         try checkLimits(.postMessage(parts: parts, options: options))
-        let canonical = try participating(conversation)
+        guard let membership = try storeCall({ try store.membership(of: localUser, in: conversation) }) else {
+            throw .unknownConversation(conversation.hex)
+        }
+        guard membership.isParticipant else { throw .notAParticipant }
+        let canonical = membership.canonical
         let ttl = UInt64(timeToLive.components.seconds) * 1000
-        let posted = try await storeWrite { try await mailbox.post(parts, options: options, in: canonical, timeToLive: ttl) }
-        guard let message = try message(posted.id) else { throw .unknownMessage(posted.id.hex) }
+        let posted = try await storeWrite { try await mailbox.postShowing(parts, options: options, in: canonical, timeToLive: ttl) }
+        // As the commit wrote it: in the outbox, so not sent yet.
+        if let snapshot = posted.message { return Message(snapshot, localUser: localUser, unsent: true) }
+        guard let message = try message(posted.post.id) else { throw .unknownMessage(posted.post.id.hex) }
         return message
     }
 
@@ -138,7 +144,7 @@ public actor WeftClient {
 
     public func message(_ id: OperationID) throws(WeftError) -> Message? {
         guard let snapshot = try storeCall({ try store.message(id) }) else { return nil }
-        return Message(snapshot, localUser: localUser, unsent: try unsentMessages().contains(snapshot.id))
+        return Message(snapshot, localUser: localUser, unsent: try unsentMessages(among: [snapshot.id]).contains(snapshot.id))
     }
 
     public func conversations(_ query: ConversationQuery = ConversationQuery()) throws(WeftError) -> [Conversation] {
@@ -146,8 +152,9 @@ public actor WeftClient {
     }
 
     public func messages(_ query: MessageQuery) throws(WeftError) -> [Message] {
-        let unsent = try unsentMessages()
-        return try storeCall { try store.messages(query) }.map { Message($0, localUser: localUser, unsent: unsent.contains($0.id)) }
+        let snapshots = try storeCall { try store.messages(query) }
+        let unsent = try unsentMessages(among: snapshots.map(\.id))
+        return snapshots.map { Message($0, localUser: localUser, unsent: unsent.contains($0.id)) }
     }
 
     public func count(_ query: ConversationQuery) throws(WeftError) -> Int { try storeCall { try store.count(query) } }
@@ -246,8 +253,9 @@ public actor WeftClient {
     }
 
     /// Messages still waiting in the outbox (`Store.outbox()` lists only those).
-    private func unsentMessages() throws(WeftError) -> Set<OperationID> {
-        Set(try storeCall { try store.outbox() }.map(\.message))
+    /// Which of `messages` wait in the outbox.
+    private func unsentMessages(among messages: [OperationID]) throws(WeftError) -> Set<OperationID> {
+        try storeCall { try store.waiting(among: messages) }
     }
 
     private func storeCall<T>(_ body: () throws -> T) throws(WeftError) -> T {

@@ -40,4 +40,23 @@ public struct Author: Sendable {
             timestamp: clock.tick(wallMilliseconds: wallMilliseconds), causes: replica.heads(of: conversation), body: body)
         return SignedOperation(signing: op, with: identity)
     }
+
+    /// Several operations in the log of `conversation`, written before any is applied: the
+    /// first as `write` makes it, each next one the next in this author's chain, caused by
+    /// the one before (which is then the log's only head), so applying them in order accepts
+    /// them all. A store commits a group of posts this way in one transaction.
+    public mutating func write(
+        _ bodies: [OperationBody], in conversation: ConversationID, replica: Replica, wallMilliseconds: UInt64
+    ) -> [SignedOperation] {
+        guard let first = bodies.first else { return [] }
+        var written = [write(first, in: conversation, replica: replica, wallMilliseconds: wallMilliseconds)]
+        for body in bodies.dropFirst() {
+            let previous = written[written.count - 1]
+            let op = Operation(
+                author: user, conversation: conversation, sequence: previous.operation.sequence + 1,
+                timestamp: clock.tick(wallMilliseconds: wallMilliseconds), causes: [previous.id], body: body)
+            written.append(SignedOperation(signing: op, with: identity))
+        }
+        return written
+    }
 }

@@ -48,7 +48,7 @@ struct LogSummaryTable {
         for chunk in Array(ids).chunked(500) {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
             for data in try Data.fetchAll(
-                db, sql: "SELECT id FROM operation WHERE id IN (\(marks))", arguments: StatementArguments(chunk.map { Data($0.bytes) }))
+                db.cached("SELECT id FROM operation WHERE id IN (\(marks))"), arguments: StatementArguments(chunk.map { Data($0.bytes) }))
             {
                 held.insert(try WeftStore.Stored.operationID(data, "operation.id"))
             }
@@ -68,7 +68,7 @@ struct LogSummaryTable {
             var lastActivity = HLCTimestamp(rawValue: 0)
             var isPublished = publishing.contains(conversation)
             if let row = try Row.fetchOne(
-                db, sql: "SELECT digest, operationCount, lastActivity, isPublished, isPruned FROM log_summary WHERE conversation = ?",
+                db.cached("SELECT digest, operationCount, lastActivity, isPublished, isPruned FROM log_summary WHERE conversation = ?"),
                 arguments: [key])
             {
                 if row[4] as Bool {
@@ -168,11 +168,11 @@ struct LogSummaryTable {
             for chunk in conversations.chunked(500) {
                 let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
                 let arguments = StatementArguments(chunk.map { Data($0.bytes) })
-                rows += try Row.fetchAll(db, sql: "\(select) WHERE conversation IN (\(marks))", arguments: arguments)
+                rows += try Row.fetchAll(db.cached("\(select) WHERE conversation IN (\(marks))"), arguments: arguments)
                 try readHeads(try Row.fetchCursor(db, sql: "\(selectHeads) WHERE conversation IN (\(marks))", arguments: arguments))
             }
         } else {
-            rows = try Row.fetchAll(db, sql: "\(select) ORDER BY conversation")
+            rows = try Row.fetchAll(db.cached("\(select) ORDER BY conversation"))
             try readHeads(try Row.fetchCursor(db, sql: selectHeads))
         }
         return try rows.map { row in
@@ -229,7 +229,7 @@ struct LogSummaryTable {
     /// from a scan; a log is published when it holds a message or another user's operation
     /// (nothing says whether a conversation without messages was announced: it stays local).
     static func fill(_ db: Database) throws {
-        let localUser = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE key = 'localUser'")
+        let localUser = try Data.fetchOne(db.cached("SELECT value FROM setting WHERE key = 'localUser'"))
         var published: Set<ConversationID> = []
         let rows = try Row.fetchCursor(
             db, sql: "SELECT DISTINCT conversation FROM operation WHERE kind = 5 OR author != ? OR ? IS NULL",

@@ -20,8 +20,8 @@ public final class Mailbox: Sendable {
     public let store: Store
     /// The local user's signing identity and clock. Only writes use it, each on the store's
     /// writer queue, so the lock is never contended.
-    private let author: Mutex<Author>
-    private let wallClock: @Sendable () -> UInt64
+    let author: Mutex<Author>
+    let wallClock: @Sendable () -> UInt64
 
     /// - Parameter wallClock: milliseconds since 1970; tests inject their own.
     /// - Throws: `StoreError.wrongLocalUser` when `identity` is not the store's local user.
@@ -33,6 +33,9 @@ public final class Mailbox: Sendable {
         self.author = Mutex(Author(identity: identity))
         self.wallClock = wallClock
     }
+
+    /// Posts waiting for the next group commit (`Mailbox+Posting.swift`).
+    let posts = Mutex(PostQueue())
 
     public var localUser: UserID { store.localUser }
 
@@ -98,19 +101,11 @@ public final class Mailbox: Sendable {
         _ parts: [MessagePart], options: MessageOptions = MessageOptions(), in log: ConversationID,
         timeToLive: UInt64 = OutboxEntry.defaultTimeToLive
     ) async throws -> SignedOperation {
-        let body = OperationBody.postMessage(parts: parts, options: options)
-        try Self.checkLimits(body)
-        let now = wallClock()
-        return try await store.commitLocal { replica in
-            let post = self.author.withLock { $0.write(body, in: log, replica: replica, wallMilliseconds: now) }
-            return (
-                Store.LocalBatch(operations: [post], outbox: [OutboxEntry(posting: post, createdAt: now, timeToLive: timeToLive)]), post
-            )
-        }.extra
+        try await postShowing(parts, options: options, in: log, timeToLive: timeToLive).post
     }
 
     /// Refuses, before anything is encoded, a body the encoding cannot carry.
-    private static func checkLimits(_ body: OperationBody) throws {
+    static func checkLimits(_ body: OperationBody) throws {
         if let violation = body.limitViolation { throw StoreError(.tooLarge, "\(violation) does not fit in an operation") }
     }
 }

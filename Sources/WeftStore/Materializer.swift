@@ -26,7 +26,7 @@ struct Materializer {
         var byID: [OperationID: SignedOperation] = [:]
         byID.reserveCapacity(batch.count)
         for signed in batch { byID[signed.id] = signed }
-        var order = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(appliedOrder), 0) FROM operation") ?? 0
+        var order = try Int64.fetchOne(db.cached("SELECT COALESCE(MAX(appliedOrder), 0) FROM operation")) ?? 0
 
         // Operations decided now that arrived in an earlier batch (pending until this one).
         let update = try db.cachedStatement(sql: "UPDATE operation SET appliedOrder = ?, status = ?, reason = ? WHERE id = ?")
@@ -48,12 +48,12 @@ struct Materializer {
         // accepted before (in this batch or earlier ones) may be refused now.
         let forked = try Set(report.rejected.filter { $0.1.reason == .equivocation }.compactMap { id, _ in
             try byID[id]?.operation.conversation
-                ?? Data.fetchOne(db, sql: "SELECT conversation FROM operation WHERE id = ?", arguments: [Data(id.bytes)])
+                ?? Data.fetchOne(db.cached("SELECT conversation FROM operation WHERE id = ?"), arguments: [Data(id.bytes)])
                 .map { try Stored.conversationID($0, "operation.conversation") }
         })
         for conversation in forked {
             let accepted = try Data.fetchAll(
-                db, sql: "SELECT id FROM operation WHERE conversation = ? AND status = 'accepted'",
+                db.cached("SELECT id FROM operation WHERE conversation = ? AND status = 'accepted'"),
                 arguments: [Data(conversation.bytes)])
             for idData in accepted {
                 let id = try Stored.operationID(idData, "operation.id")
@@ -269,7 +269,7 @@ struct Materializer {
 
     private func refreshUnreadFlags(in conversation: ConversationID) throws {
         let rows = try Row.fetchAll(
-            db, sql: "SELECT id, postedTo, isUnread FROM message WHERE conversation = ?",
+            db.cached("SELECT id, postedTo, isUnread FROM message WHERE conversation = ?"),
             arguments: [Data(conversation.bytes)])
         let update = try db.cachedStatement(sql: "UPDATE message SET isUnread = ? WHERE id = ?")
         for row in rows {

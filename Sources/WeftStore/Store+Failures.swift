@@ -75,7 +75,7 @@ extension Store {
     /// live ran out by `now`, sent or not (once per message). Returns their changes.
     static func expireRecipients(now: UInt64, in db: Database) throws -> [ChangeSet.MessageChange] {
         let rows = try Row.fetchAll(
-            db, sql: "SELECT message, expiresAt - createdAt FROM outbox WHERE recipientsChecked = 0 AND expiresAt <= ?",
+            db.cached("SELECT message, expiresAt - createdAt FROM outbox WHERE recipientsChecked = 0 AND expiresAt <= ?"),
             arguments: [Int64(clamping: now)])
         var changes: [ChangeSet.MessageChange] = []
         for row in rows {
@@ -92,7 +92,7 @@ extension Store {
     }
 
     static func messageSnapshot(_ id: OperationID, in db: Database) throws -> MessageSnapshot? {
-        let rows = try Row.fetchAll(db, sql: "\(messageColumns) WHERE m.id = ?", arguments: [Data(id.bytes)])
+        let rows = try Row.fetchAll(db.cached("\(messageColumns) WHERE m.id = ?"), arguments: [Data(id.bytes)])
         return try messages(rows: rows, countingFromEnd: true, in: db).first
     }
 
@@ -104,7 +104,7 @@ extension Store {
         for chunk in Array(messages).chunked(500) {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
             for row in try Row.fetchAll(
-                db, sql: "SELECT message, recipient, reason FROM delivery_failure WHERE message IN (\(marks))",
+                db.cached("SELECT message, recipient, reason FROM delivery_failure WHERE message IN (\(marks))"),
                 arguments: StatementArguments(chunk))
             {
                 reasons[row[0], default: [:]][try row.userID(1, "delivery_failure.recipient")] = row[2] as String

@@ -11,15 +11,20 @@ extension Store {
     /// Entries still waiting to be sent (neither sent nor failed), oldest first.
     public func outbox() throws -> [OutboxEntry] {
         try database.read { db in
-            try Row.fetchAll(db, sql: "\(Self.outboxColumns) WHERE state = 'waiting' ORDER BY createdAt, message")
+            try Row.fetchAll(db.cached("\(Self.outboxColumns) WHERE state = 'waiting' ORDER BY createdAt, message"))
                 .map(OutboxEntry.init(row:))
         }
+    }
+
+    /// Which of `messages` wait in the outbox (neither sent nor failed).
+    public func waiting(among messages: [OperationID]) throws -> Set<OperationID> {
+        try database.read { db in try Self.waiting(among: messages, in: db) }
     }
 
     /// Every entry, whatever its state, oldest first.
     public func outboxEntries() throws -> [OutboxEntry] {
         try database.read { db in
-            try Row.fetchAll(db, sql: "\(Self.outboxColumns) ORDER BY createdAt, message").map(OutboxEntry.init(row:))
+            try Row.fetchAll(db.cached("\(Self.outboxColumns) ORDER BY createdAt, message")).map(OutboxEntry.init(row:))
         }
     }
 
@@ -40,7 +45,7 @@ extension Store {
             for chunk in operations.chunked(500) {
                 let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
                 let entries = try Row.fetchAll(
-                    db, sql: "\(Self.outboxColumns) WHERE state != 'sent' AND message IN (\(marks))",
+                    db.cached("\(Self.outboxColumns) WHERE state != 'sent' AND message IN (\(marks))"),
                     arguments: StatementArguments(chunk.map { Data($0.bytes) })
                 ).map(OutboxEntry.init(row:))
                 for var entry in entries {
@@ -78,7 +83,7 @@ extension Store {
         try await write { db in
             let now = Int64(clamping: wallMilliseconds)
             let expired = try Row.fetchAll(
-                db, sql: "\(Self.outboxColumns) WHERE state = 'waiting' AND expiresAt <= ? ORDER BY createdAt, message",
+                db.cached("\(Self.outboxColumns) WHERE state = 'waiting' AND expiresAt <= ? ORDER BY createdAt, message"),
                 arguments: [now]
             ).map(OutboxEntry.init(row:))
             let reason = "its time to live ran out before a peer took it"
@@ -106,23 +111,27 @@ extension Store {
     }
 
     private static func outboxEntry(_ message: OperationID, in db: Database) throws -> OutboxEntry? {
-        try Row.fetchOne(db, sql: "\(outboxColumns) WHERE message = ?", arguments: [Data(message.bytes)]).map(OutboxEntry.init(row:))
+        try Row.fetchOne(db.cached("\(outboxColumns) WHERE message = ?"), arguments: [Data(message.bytes)]).map(OutboxEntry.init(row:))
     }
 
     /// The change to publish for an entry, with its message as it now is.
     private static func change(_ entry: OutboxEntry, from previous: OutboxEntry.State?, in db: Database) throws -> OutboxChange {
-        let rows = try Row.fetchAll(db, sql: "\(messageColumns) WHERE m.id = ?", arguments: [Data(entry.message.bytes)])
+        let rows = try Row.fetchAll(db.cached("\(messageColumns) WHERE m.id = ?"), arguments: [Data(entry.message.bytes)])
         return OutboxChange(entry: entry, previousState: previous, message: try messages(rows: rows, countingFromEnd: true, in: db).first)
     }
 
     /// The local user's messages among `changes` still waiting in the outbox.
     static func waitingMessages(among changes: ChangeSet, localUser: UserID, in db: Database) throws -> Set<OperationID> {
         let local = changes.messages.compactMap { change in change.snapshot.flatMap { $0.sender == localUser ? $0.id : nil } }
+        return try waiting(among: Array(Set(local)), in: db)
+    }
+
+    static func waiting(among messages: [OperationID], in db: Database) throws -> Set<OperationID> {
         var waiting: Set<OperationID> = []
-        for chunk in Array(Set(local)).chunked(500) {
+        for chunk in messages.chunked(500) {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
             for id in try Data.fetchAll(
-                db, sql: "SELECT message FROM outbox WHERE state = 'waiting' AND message IN (\(marks))",
+                db.cached("SELECT message FROM outbox WHERE state = 'waiting' AND message IN (\(marks))"),
                 arguments: StatementArguments(chunk.map { Data($0.bytes) }))
             {
                 waiting.insert(try Stored.operationID(id, "outbox.message"))

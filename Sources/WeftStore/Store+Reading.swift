@@ -33,9 +33,25 @@ extension Store {
         }
     }
 
+    /// The canonical conversation `id` resolves to, and whether `user` is one of its
+    /// participants; nil if the store has no such conversation. One query: what a send
+    /// checks before it posts.
+    public func membership(of user: UserID, in id: ConversationID) throws -> (canonical: ConversationID, isParticipant: Bool)? {
+        try database.read { db in
+            let row = try Row.fetchOne(
+                db.cached("""
+                    SELECT c.canonical, EXISTS (SELECT 1 FROM participant p WHERE p.conversation = c.canonical AND p.user = ?)
+                    FROM conversation c WHERE c.id = ?
+                    """),
+                arguments: [Data(user.bytes), Data(id.bytes)])
+            guard let row else { return nil }
+            return (try row.conversationID(0, "conversation.canonical"), row[1] as Bool)
+        }
+    }
+
     /// The canonical identifier `id` resolves to, nil if the store has no such conversation.
     static func canonical(of id: ConversationID, in db: Database) throws -> ConversationID? {
-        try Data.fetchOne(db, sql: "SELECT canonical FROM conversation WHERE id = ?", arguments: [Data(id.bytes)])
+        try Data.fetchOne(db.cached("SELECT canonical FROM conversation WHERE id = ?"), arguments: [Data(id.bytes)])
             .map { try Stored.conversationID($0, "conversation.canonical") }
     }
 
@@ -49,28 +65,28 @@ extension Store {
         for chunk in ids.chunked(500) {
             let list = chunk.map { Data($0.bytes) }
             let marks = Array(repeating: "?", count: list.count).joined(separator: ",")
-            for row in try Row.fetchAll(db, sql: """
+            for row in try Row.fetchAll(db.cached("""
                 SELECT id, creator, createdAt, isDistinct, messageCount, unreadCount, lastMessageAt
                 FROM conversation WHERE id IN (\(marks)) AND canonical = id
-                """, arguments: StatementArguments(list))
+                """), arguments: StatementArguments(list))
             {
                 rows[try row.conversationID(0, "conversation.id")] = row
             }
             for row in try Row.fetchAll(
-                db, sql: "SELECT conversation, user FROM participant WHERE conversation IN (\(marks)) ORDER BY conversation, user",
+                db.cached("SELECT conversation, user FROM participant WHERE conversation IN (\(marks)) ORDER BY conversation, user"),
                 arguments: StatementArguments(list))
             {
                 participants[try row.conversationID(0, "participant.conversation"), default: []]
                     .append(try row.userID(1, "participant.user"))
             }
             for row in try Row.fetchAll(
-                db, sql: "SELECT conversation, key, value FROM metadata WHERE conversation IN (\(marks))",
+                db.cached("SELECT conversation, key, value FROM metadata WHERE conversation IN (\(marks))"),
                 arguments: StatementArguments(list))
             {
                 metadata[try row.conversationID(0, "metadata.conversation"), default: [:]][row[1]] = row[2] as String
             }
             for row in try Row.fetchAll(
-                db, sql: "SELECT canonical, id FROM conversation WHERE canonical IN (\(marks)) AND canonical != id ORDER BY id",
+                db.cached("SELECT canonical, id FROM conversation WHERE canonical IN (\(marks)) AND canonical != id ORDER BY id"),
                 arguments: StatementArguments(list))
             {
                 merged[try row.conversationID(0, "conversation.canonical"), default: []].append(try row.conversationID(1, "conversation.id"))
@@ -91,7 +107,7 @@ extension Store {
     /// One message, by identifier, in its canonical conversation.
     public func message(_ id: OperationID) throws -> MessageSnapshot? {
         try database.read { db in
-            let rows = try Row.fetchAll(db, sql: "\(Self.messageColumns) WHERE m.id = ?", arguments: [Data(id.bytes)])
+            let rows = try Row.fetchAll(db.cached("\(Self.messageColumns) WHERE m.id = ?"), arguments: [Data(id.bytes)])
             return try Self.messages(rows: rows, countingFromEnd: true, in: db).first
         }
     }
@@ -142,13 +158,13 @@ extension Store {
         for chunk in numbers.chunked(500) {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
             for row in try Row.fetchAll(
-                db, sql: "SELECT message, mimeType, data FROM part WHERE message IN (\(marks)) ORDER BY message, \"index\"",
+                db.cached("SELECT message, mimeType, data FROM part WHERE message IN (\(marks)) ORDER BY message, \"index\""),
                 arguments: StatementArguments(chunk))
             {
                 parts[row[0], default: []].append(MessagePart(mimeType: row[1], data: [UInt8](row[2] as Data)))
             }
             for row in try Row.fetchAll(
-                db, sql: "SELECT message, recipient, status FROM receipt WHERE message IN (\(marks))",
+                db.cached("SELECT message, recipient, status FROM receipt WHERE message IN (\(marks))"),
                 arguments: StatementArguments(chunk))
             {
                 statuses[row[0], default: [:]][try row.userID(1, "receipt.recipient")] =
@@ -174,19 +190,19 @@ extension Store {
                 case (let a?, let b?):
                     return try Int.fetchOne(between, arguments: [conversation, a.sentAt, a.sender, a.id, b.sentAt, b.sender, b.id])!
                 case (let a?, nil):
-                    return try Int.fetchOne(db, sql: """
+                    return try Int.fetchOne(db.cached("""
                         SELECT COUNT(*) FROM message WHERE conversation = ? AND (sentAt, sender, id) > (?, ?, ?)
-                        """, arguments: [conversation, a.sentAt, a.sender, a.id])!
+                        """), arguments: [conversation, a.sentAt, a.sender, a.id])!
                 case (nil, let b?):
-                    return try Int.fetchOne(db, sql: """
+                    return try Int.fetchOne(db.cached("""
                         SELECT COUNT(*) FROM message WHERE conversation = ? AND (sentAt, sender, id) < (?, ?, ?)
-                        """, arguments: [conversation, b.sentAt, b.sender, b.id])!
+                        """), arguments: [conversation, b.sentAt, b.sender, b.id])!
                 case (nil, nil):
                     preconditionFailure("a position is counted from a message")
                 }
             }
             if countingFromEnd {
-                let total = try Int.fetchOne(db, sql: "SELECT messageCount FROM conversation WHERE id = ?", arguments: [conversation]) ?? 0
+                let total = try Int.fetchOne(db.cached("SELECT messageCount FROM conversation WHERE id = ?"), arguments: [conversation]) ?? 0
                 var position = total - 1 - (try count(after: sorted.last!, before: nil))
                 positions[sorted.last!.id] = position
                 for index in stride(from: sorted.count - 2, through: 0, by: -1) {
@@ -223,9 +239,9 @@ extension Store {
     /// in the order they were applied, which respects causality: what a peer needs to sync it.
     public func operations(in conversation: ConversationID) throws -> [SignedOperation] {
         try database.read { db in
-            try Row.fetchAll(db, sql: """
+            try Row.fetchAll(db.cached("""
                 SELECT id, wire FROM operation WHERE conversation = ? AND status = 'accepted' ORDER BY appliedOrder
-                """, arguments: [Data(conversation.bytes)]).map { row in
+                """), arguments: [Data(conversation.bytes)]).map { row in
                 let id: Data = row[0]
                 do {
                     return try SignedOperation(wireBytes: [UInt8](row[1] as Data), claimedID: OperationID(bytes: [UInt8](id)))
@@ -240,7 +256,7 @@ extension Store {
     public func operationCounts() throws -> (accepted: Int, pending: Int, rejected: Int) {
         try database.read { db in
             var counts: [String: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) FROM operation GROUP BY status") {
+            for row in try Row.fetchAll(db.cached("SELECT status, COUNT(*) FROM operation GROUP BY status")) {
                 counts[row[0]] = row[1]
             }
             return (counts["accepted"] ?? 0, counts["pending"] ?? 0, counts["rejected"] ?? 0)

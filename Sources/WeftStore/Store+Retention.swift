@@ -18,11 +18,11 @@ extension Store {
         let cutoff = HLCTimestamp(milliseconds: wallMilliseconds, counter: 0).databaseValue
         return try await write { db in
             let old = Set(try Data.fetchAll(
-                db, sql: "SELECT conversation FROM log_summary WHERE isPruned = 0 AND lastActivity < ?", arguments: [cutoff]
+                db.cached("SELECT conversation FROM log_summary WHERE isPruned = 0 AND lastActivity < ?"), arguments: [cutoff]
             ).map { try WeftStore.Stored.conversationID($0, "log_summary.conversation") })
             // Logs the local user wrote in are theirs: not even worth replaying.
             let written = Set(try Data.fetchAll(
-                db, sql: "SELECT DISTINCT conversation FROM operation WHERE author = ?", arguments: [Data(localUser.bytes)]
+                db.cached("SELECT DISTINCT conversation FROM operation WHERE author = ?"), arguments: [Data(localUser.bytes)]
             ).map { try WeftStore.Stored.conversationID($0, "operation.conversation") })
             var candidates = old.subtracting(written)
             var pruned: [ConversationID] = []

@@ -120,7 +120,7 @@ extension Store {
             for chunk in ids.chunked(500) {
                 let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
                 for row in try Row.fetchAll(
-                    db, sql: "SELECT id, wire FROM operation WHERE id IN (\(marks))", arguments: StatementArguments(chunk.map { Data($0.bytes) }))
+                    db.cached("SELECT id, wire FROM operation WHERE id IN (\(marks))"), arguments: StatementArguments(chunk.map { Data($0.bytes) }))
                 {
                     let signed = try Self.decodeOperation(row)
                     found[signed.id] = signed
@@ -133,7 +133,7 @@ extension Store {
     /// Every operation held of one log, in the order the store decided them.
     static func heldOperations(of conversation: ConversationID, in db: Database) throws -> [SignedOperation] {
         try Row.fetchAll(
-            db, sql: "SELECT id, wire FROM operation WHERE conversation = ? ORDER BY appliedOrder", arguments: [Data(conversation.bytes)]
+            db.cached("SELECT id, wire FROM operation WHERE conversation = ? ORDER BY appliedOrder"), arguments: [Data(conversation.bytes)]
         ).map(decodeOperation)
     }
 
@@ -183,7 +183,7 @@ extension Store {
     public func logsWithRemovals() throws -> Set<ConversationID> {
         try database.read { db in
             var logs: Set<ConversationID> = []
-            for data in try Data.fetchAll(db, sql: "SELECT DISTINCT conversation FROM operation WHERE kind = 3") {
+            for data in try Data.fetchAll(db.cached("SELECT DISTINCT conversation FROM operation WHERE kind = 3")) {
                 logs.insert(try Stored.conversationID(data, "operation.conversation"))
             }
             return logs
@@ -203,9 +203,9 @@ extension Store {
         for chunk in Array(logs).chunked(500) {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
             for data in try Data.fetchAll(
-                db, sql: """
+                db.cached("""
                     SELECT id FROM conversation WHERE canonical IN (SELECT canonical FROM conversation WHERE id IN (\(marks)))
-                    """, arguments: StatementArguments(chunk.map { Data($0.bytes) }))
+                    """), arguments: StatementArguments(chunk.map { Data($0.bytes) }))
             {
                 members.insert(try WeftStore.Stored.conversationID(data, "conversation.id"))
             }
@@ -216,7 +216,7 @@ extension Store {
         for chunk in members.sorted().chunked(500) {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
             operations += try Row.fetchAll(
-                db, sql: "SELECT id, wire FROM operation WHERE conversation IN (\(marks)) ORDER BY appliedOrder",
+                db.cached("SELECT id, wire FROM operation WHERE conversation IN (\(marks)) ORDER BY appliedOrder"),
                 arguments: StatementArguments(chunk.map { Data($0.bytes) })
             ).map(Self.decodeOperation)
         }

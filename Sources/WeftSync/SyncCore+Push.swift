@@ -40,6 +40,9 @@ extension SyncCore {
 
         let order = peerOrder
         for signed in outcome.stored {
+            // Learned only once stored: an operation the store refused (a forged signature)
+            // says nothing about what exists.
+            if source != nil { learn(signed.operation.author, signed.operation.sequence, in: signed.operation.conversation) }
             recent.insert(signed.id)
             missing[signed.id] = nil
             if let source { outgoing[source, default: OutgoingBatch()].acknowledgements.append(signed.id) }
@@ -117,7 +120,6 @@ extension SyncCore {
         for signed in message.operations {
             let op = signed.operation
             peers[peer]?.record(signed)
-            learn(op.author, op.sequence, in: op.conversation)
             let ownHead = logs[op.conversation]?.heads[op.author] ?? 0
             // A pushed operation in a slot held here is a duplicate. An asked-for one may be
             // the other half of a fork (§13.1), so only one seen lately counts.
@@ -127,6 +129,9 @@ extension SyncCore {
                 continue
             }
             if overBound && op.sequence > ownHead + 1 {
+                // Not verified, but the peer holds it and this node lacks it: counted as
+                // unsynced until anti-entropy brings it.
+                learn(op.author, op.sequence, in: op.conversation)
                 dropped += 1
                 continue
             }

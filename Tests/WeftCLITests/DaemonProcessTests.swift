@@ -121,6 +121,16 @@ struct DaemonProcessTests {
             let holdings = peers.first?["holdings"] as? [String: Any]
             return holdings?["conversations"] as? Int == 1 && (holdings?["operations"] as? Int ?? 0) >= 2
         }
+        // The watcher saw the message's delivery to bob: sent (bob's node stored it), delivered.
+        for status in ["sent", "delivered"] {
+            try await eventually("the watcher's \(status) line for the message") {
+                watcher.stdout.split(separator: "\n").contains { line in
+                    guard let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return false }
+                    return event["type"] as? String == "delivery" && event["message"] as? String == message
+                        && event["recipient"] as? String == bobID && event["status"] as? String == status
+                }
+            }
+        }
         let bobsView = try #require(try await bob.json("peers") as? [[String: Any]])
         #expect(bobsView.first?["origin"] as? String == "static")
         #expect(bobsView.first?["address"] as? String == alice.address)
@@ -130,6 +140,28 @@ struct DaemonProcessTests {
         #expect(Set(named["participants"] as? [String] ?? []) == [aliceID, bobID])
 
         #expect(try await bob.stop() == 0)
+        #expect(try await alice.stop() == 0)
+    }
+
+    @Test("a message not delivered within the time to live fails for its recipient, and `weft watch` says why")
+    func watchShowsFailure() async throws {
+        let dir = try TemporaryDirectory()
+        let alice = try await RunningNode(dir, "alice")
+        let bob = try await RunningNode(dir, "bob")
+        let bobID = try await bob.userID()
+        try await alice.start(["--ttl", "1"])
+        let watcher = try ChildProcess(["watch", "--home", alice.home])
+        defer { watcher.terminate() }
+        try await watcher.waitFor("weft: watching the node on", inStderr: true)
+        let conversation = try await alice.ok("conv new", arguments: [bobID])
+        let message = try await alice.ok("send", arguments: [conversation, "--text", "anyone there?"])
+        // Bob's node never runs: the outbox expires the message (checked every few seconds).
+        try await eventually("the watcher's failed line", seconds: 30) {
+            watcher.stdout.contains("delivery \(message) \(bobID) failed: expired: not delivered within 1 s")
+        }
+        let shown = try #require(try await alice.json("msgs", arguments: [conversation]) as? [[String: Any]])
+        let recipients = try #require(shown.first?["recipients"] as? [[String: Any]])
+        #expect(recipients.map { $0["status"] as? String } == ["failed"])
         #expect(try await alice.stop() == 0)
     }
 

@@ -69,6 +69,29 @@ struct SyncCorePushTests {
         #expect(actions.messages(to: 1) == [.stored([h.ops[0].id])])
     }
 
+    @Test("an operation the store refuses is not counted as unsynced; one it stores is held, so neither")
+    func refusedIsNotUnsynced() throws {
+        var h = try CoreHarness()
+        _ = h.store([h.ops[0]])
+        let conversation = h.ops[0].operation.conversation
+        // The peer pushes the next operation; the store refuses it (say, a forged signature).
+        let forged = h.ops[1]
+        #expect(h.receive(CoreHarness.pushed([forged]), from: 1).applied == [forged])
+        _ = h.core.handle(.stored(StoreOutcome(
+            summaries: [SyncFixtures.summary(of: h.held)], stored: [], refused: [forged.id], source: 1)))
+        #expect(h.core.unsynced(conversation) == 0)
+        // The genuine operation is taken later, stored, and is then held, not unsynced.
+        #expect(h.receive(CoreHarness.pushed([forged]), from: 2).applied == [forged])
+        _ = h.store([forged], from: 2)
+        #expect(h.core.unsynced(conversation) == 0)
+        // One stored pending past a gap counts the gap: the peer holds what comes before it.
+        #expect(h.receive(CoreHarness.pushed([h.ops[4]]), from: 1).applied == [h.ops[4]])
+        h.held.append(h.ops[4])
+        _ = h.core.handle(.stored(StoreOutcome(
+            summaries: [SyncFixtures.summary(of: h.held)], stored: [h.ops[4]], pending: 1, source: 1)))
+        #expect(h.core.unsynced(conversation) == 3)
+    }
+
     @Test("an operation a peer is known to hold is never sent to it")
     func neverToAHolder() throws {
         var h = try CoreHarness()

@@ -71,13 +71,8 @@ extension LocalMeshTests {
             try await mesh.waitUntil("every node holds the same operations") {
                 Set([try await a.status().heldOperations, try await b.status().heldOperations, try await c.status().heldOperations]).count == 1
             }
-            // The attacked node's core learned the forged slot (b, 1) from the OPERATIONS
-            // message before the store refused the operation, so it counts an operation
-            // "known on a peer and not held" that will never come (SyncCore+Push, `learn`).
-            let unsynced = try await a.status().unsyncedOperations
-            withKnownIssue("a refused operation stays counted as unsynced on the node it was sent to") {
-                #expect(unsynced == 0)
-            }
+            // The refused operation is not counted as one a peer holds and this node lacks.
+            #expect(try await a.status().unsyncedOperations == 0)
             for node in mesh.nodes {
                 await #expect(throws: ControlFailure.self) { try await node.conversation(forgedConversation) }
             }

@@ -1,0 +1,104 @@
+import Synchronization
+import WeftModel
+
+// Group commit of posts: a message the local user sends is durable when `post` returns, and a
+// commit (its fsync, the conversation read before it, the change published after it) costs
+// far more than the message. Posts that arrive while a commit runs wait for the next one and
+// share it: under load each transaction carries every post that came in meanwhile; alone, a
+// post commits at once, as before.
+
+/// A post accepted by `Mailbox.postShowing` and not yet committed.
+struct WaitingPost: Sendable {
+    var body: OperationBody
+    var log: ConversationID
+    var timeToLive: UInt64
+    var continuation: CheckedContinuation<(post: SignedOperation, message: MessageSnapshot?), any Error>
+}
+
+/// The posts waiting for a commit, and whether a committer is running.
+struct PostQueue: ~Copyable {
+    var waiting: [WaitingPost] = []
+    var isCommitting = false
+}
+
+extension Mailbox {
+    /// `post(_:options:in:timeToLive:)`, handing back the message as the commit wrote it too,
+    /// so the caller need not read it again (nil only if the commit did not show it).
+    ///
+    /// Concurrent posts are committed together (in the order they came, each the next in the
+    /// author's chain of its log); each returns once the transaction holding it committed. A
+    /// group whose commit fails is committed post by post, so only a post that fails alone
+    /// throws.
+    public func postShowing(
+        _ parts: [MessagePart], options: MessageOptions = MessageOptions(), in log: ConversationID,
+        timeToLive: UInt64 = OutboxEntry.defaultTimeToLive
+    ) async throws -> (post: SignedOperation, message: MessageSnapshot?) {
+        let body = OperationBody.postMessage(parts: parts, options: options)
+        try Self.checkLimits(body)
+        return try await withCheckedThrowingContinuation { continuation in
+            let lead = posts.withLock { queue in
+                queue.waiting.append(WaitingPost(body: body, log: log, timeToLive: timeToLive, continuation: continuation))
+                defer { queue.isCommitting = true }
+                return !queue.isCommitting
+            }
+            // The committer runs on its own, so no caller waits for posts after its own.
+            if lead { Task { await self.commitWaitingPosts() } }
+        }
+    }
+
+    /// Commits the waiting posts, a group at a time, until none wait.
+    private func commitWaitingPosts() async {
+        while true {
+            let group = posts.withLock { queue in
+                defer { queue.waiting = [] }
+                if queue.waiting.isEmpty { queue.isCommitting = false }
+                return queue.waiting
+            }
+            guard !group.isEmpty else { return }
+            do {
+                let results = try await commit(group)
+                for (post, result) in zip(group, results) { post.continuation.resume(returning: result) }
+            } catch where group.count > 1 {
+                for post in group {
+                    do {
+                        post.continuation.resume(returning: try await commit([post])[0])
+                    } catch {
+                        post.continuation.resume(throwing: error)
+                    }
+                }
+            } catch {
+                group[0].continuation.resume(throwing: error)
+            }
+        }
+    }
+
+    /// One transaction for `group`: its messages and outbox entries.
+    private func commit(_ group: [WaitingPost]) async throws -> [(post: SignedOperation, message: MessageSnapshot?)] {
+        let now = wallClock()
+        // The posts of each log, in the order they came.
+        var byLog: [(log: ConversationID, indices: [Int])] = []
+        for (index, post) in group.enumerated() {
+            if let slot = byLog.firstIndex(where: { $0.log == post.log }) {
+                byLog[slot].indices.append(index)
+            } else {
+                byLog.append((post.log, [index]))
+            }
+        }
+        let logs = byLog
+        let (applied, written) = try await store.commitLocal { replica in
+            var written = [SignedOperation?](repeating: nil, count: group.count)
+            self.author.withLock { author in
+                for (log, indices) in logs {
+                    let chain = author.write(indices.map { group[$0].body }, in: log, replica: replica, wallMilliseconds: now)
+                    for (index, signed) in zip(indices, chain) { written[index] = signed }
+                }
+            }
+            let operations = written.map { $0! }
+            let outbox = zip(operations, group).map { OutboxEntry(posting: $0, createdAt: now, timeToLive: $1.timeToLive) }
+            return (Store.LocalBatch(operations: operations, outbox: outbox), operations)
+        }
+        var snapshots: [OperationID: MessageSnapshot] = [:]
+        for change in applied.changes.messages { if let snapshot = change.snapshot { snapshots[change.id] = snapshot } }
+        return written.map { ($0, snapshots[$0.id]) }
+    }
+}

@@ -33,6 +33,49 @@ struct MailboxTests {
         return operations
     }
 
+    @Test("concurrent posts share commits: every one is stored with its outbox entry, each log's chain has no gap, the tables equal the replica rebuilt from the log")
+    func groupCommit() async throws {
+        let localIdentity = NodeIdentity.generate()
+        let store = try Store(directory: nil, localUser: localIdentity.publicKey)
+        let mailbox = try Mailbox(store: store, identity: localIdentity, wallClock: { Self.now })
+        let others = (0..<2).map { _ in NodeIdentity.generate().publicKey }
+        var created: [ConversationID] = []
+        for other in others { created.append(try await mailbox.createConversation(with: [other], announce: true).conversation) }
+        let logs = created
+        let before = store.latestChangeNumber
+
+        let count = 200
+        let posted = try await withThrowingTaskGroup(of: (Int, SignedOperation, MessageSnapshot?).self) { group in
+            for index in 0..<count {
+                group.addTask {
+                    let parts = [MessagePart(mimeType: "text/plain", data: Array("m\(index)".utf8))]
+                    let result = try await mailbox.postShowing(parts, in: logs[index % 2])
+                    return (index, result.post, result.message)
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(posted.count == count)
+        // Fewer commits than posts: some shared one (all 200 tasks were started together).
+        #expect(store.latestChangeNumber - before < UInt64(count))
+        for (index, post, message) in posted {
+            #expect(post.operation.conversation == logs[index % 2])
+            #expect(message?.id == post.id)
+            #expect(message?.parts.first?.data == Array("m\(index)".utf8))
+            // The snapshot handed back is the message as the store shows it (later posts only
+            // append after it, so nothing about it moved).
+            #expect(try store.message(post.id) == message)
+        }
+        for log in logs {
+            let sequences = posted.map(\.1.operation).filter { $0.conversation == log }.map(\.sequence).sorted()
+            #expect(sequences == Array(2...UInt64(count / 2 + 1)), "creation is 1; the posts follow without a gap")
+        }
+        #expect(Set(try store.outbox().map(\.message)) == Set(posted.map(\.1.id)))
+        var reference = Replica(localUser: localIdentity.publicKey)
+        _ = reference.applyReportingChanges(verified: try logs.flatMap { try store.operations(in: $0) })
+        try expectStore(store, matches: reference)
+    }
+
     @Test("applying received operations through the mailbox alone writes the local user's delivered receipts in the same commit, one per log, and publishes one change batch")
     func deliveredInTheSameCommit() async throws {
         let localIdentity = NodeIdentity.generate()

@@ -104,12 +104,17 @@ struct Materializer {
         // Conversations created or updated, with the properties that changed.
         var upserts: [ConversationID: (snapshot: ConversationSnapshot, properties: Set<ConversationChange.Property>, created: Bool)] = [:]
         var deleted: [ConversationID] = []
+        // Unread counts before the batch, where they changed.
+        var unreadBefore: [ConversationID: Int] = [:]
         for change in changes.conversations {
             switch change.kind {
             case .create:
                 upserts[change.id] = (change.snapshot!, [], true)
             case .update:
                 upserts[change.id, default: (change.snapshot!, [], false)].properties.formUnion(change.property.map { [$0] } ?? [])
+                if change.property == .unreadCount, case .int(let old) = change.oldValue, unreadBefore[change.id] == nil {
+                    unreadBefore[change.id] = old
+                }
             case .delete:
                 deleted.append(change.id)
             }
@@ -134,19 +139,28 @@ struct Materializer {
                 try db.cachedStatement(sql: "DELETE FROM message WHERE id = ?").execute(arguments: [Data(change.id.bytes)])
             }
         }
+        // New unread messages per conversation: the unread count moving by just these leaves
+        // the flags of the others as they were.
+        var insertedUnread: [ConversationID: Int] = [:]
         for (_, entry) in messageUpserts {
             if entry.created {
-                try insertMessage(entry.snapshot)
+                if try insertMessage(entry.snapshot) { insertedUnread[entry.snapshot.conversation, default: 0] += 1 }
             } else if entry.properties != [.position] {  // positions are computed on read
                 try updateMessage(entry.snapshot, statuses: entry.properties.contains(.recipientStatus))
             }
         }
 
         // The unread flag follows the local user's recipient status, which a snapshot lists
-        // only while the local user is a participant: for a conversation the local user left,
-        // recompute the flags from the replica when its unread count moves.
-        for (_, entry) in upserts
+        // only while the local user is a participant: for a conversation the local user left
+        // (or, on a relay, never joined), recompute the flags from the replica when its unread
+        // count moves, unless it moved by exactly the new unread messages (their flags came
+        // from the replica as they were inserted). A relay would otherwise read every message
+        // of a conversation for each batch it stores.
+        for (id, entry) in upserts
         where !entry.snapshot.participants.contains(localUser) && (entry.created || entry.properties.contains(.unreadCount)) {
+            if !entry.created, let before = unreadBefore[id], entry.snapshot.unreadCount == before + insertedUnread[id, default: 0] {
+                continue
+            }
             try refreshUnreadFlags(in: entry.snapshot.id)
         }
     }
@@ -190,7 +204,9 @@ struct Materializer {
     }
 
     /// Inserts a message with its parts and statuses; `isUnread` nil asks the replica.
-    func insertMessage(_ snapshot: MessageSnapshot, isUnread: Bool? = nil) throws {
+    /// Returns the unread flag it wrote.
+    @discardableResult
+    func insertMessage(_ snapshot: MessageSnapshot, isUnread: Bool? = nil) throws -> Bool {
         let unread = isUnread ?? replica.isUnread(snapshot.id, postedTo: snapshot.postedTo)
         // No RETURNING on the insert: SQLite buffers returned rows in a temporary table it
         // creates for every execution, which cost more than the insert itself.
@@ -237,6 +253,7 @@ struct Materializer {
             }
         }
         try writeStatuses(of: snapshot, number: number, replacing: false, fresh: fresh)
+        return unread
     }
 
     private func updateMessage(_ snapshot: MessageSnapshot, statuses: Bool) throws {
@@ -246,7 +263,10 @@ struct Materializer {
                 Data(snapshot.conversation.bytes), replica.isUnread(snapshot.id, postedTo: snapshot.postedTo),
                 Data(snapshot.id.bytes),
             ])
-        else { return try insertMessage(snapshot) }
+        else {
+            try insertMessage(snapshot)
+            return
+        }
         if statuses { try writeStatuses(of: snapshot, number: number, replacing: true) }
     }
 

@@ -41,7 +41,8 @@ extension Store {
     public func markSent(among operations: [OperationID]) async throws -> [OperationID] {
         guard !operations.isEmpty else { return [] }
         return try await write { db in
-            var changes: [OutboxChange] = []
+            var sent: [(entry: OutboxEntry, previous: OutboxEntry.State)] = []
+            let update = try db.cachedStatement(sql: "UPDATE outbox SET state = 'sent', reason = NULL WHERE message = ?")
             for chunk in operations.chunked(500) {
                 let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
                 let entries = try Row.fetchAll(
@@ -49,13 +50,13 @@ extension Store {
                     arguments: StatementArguments(chunk.map { Data($0.bytes) })
                 ).map(OutboxEntry.init(row:))
                 for var entry in entries {
-                    try db.execute(
-                        sql: "UPDATE outbox SET state = 'sent', reason = NULL WHERE message = ?", arguments: [Data(entry.message.bytes)])
+                    try update.execute(arguments: [Data(entry.message.bytes)])
                     let previous = entry.state
                     entry.state = .sent
-                    changes.append(try Self.change(entry, from: previous, in: db))
+                    sent.append((entry, previous))
                 }
             }
+            let changes = try Self.changes(sent, in: db)
             return (changes.map(\.entry.message), Publication(outbox: changes))
         }
     }
@@ -112,6 +113,20 @@ extension Store {
 
     private static func outboxEntry(_ message: OperationID, in db: Database) throws -> OutboxEntry? {
         try Row.fetchOne(db.cached("\(outboxColumns) WHERE message = ?"), arguments: [Data(message.bytes)]).map(OutboxEntry.init(row:))
+    }
+
+    /// The changes to publish for entries, with their messages as they now are, read together.
+    private static func changes(
+        _ entries: [(entry: OutboxEntry, previous: OutboxEntry.State)], in db: Database
+    ) throws -> [OutboxChange] {
+        var snapshots: [OperationID: MessageSnapshot] = [:]
+        for chunk in entries.chunked(500) {
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            let rows = try Row.fetchAll(
+                db.cached("\(messageColumns) WHERE m.id IN (\(marks))"), arguments: StatementArguments(chunk.map { Data($0.entry.message.bytes) }))
+            for snapshot in try messages(rows: rows, countingFromEnd: true, in: db) { snapshots[snapshot.id] = snapshot }
+        }
+        return entries.map { OutboxChange(entry: $0.entry, previousState: $0.previous, message: snapshots[$0.entry.message]) }
     }
 
     /// The change to publish for an entry, with its message as it now is.

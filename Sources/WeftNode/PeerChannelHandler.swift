@@ -56,6 +56,11 @@ final class PeerChannelHandler: ChannelDuplexHandler {
     private var tickTask: RepeatedTask?
     /// Set once the machine has closed and the close waits for the final frame's write.
     private var finalWriteDeadline: Scheduled<Void>?
+    /// The end the machine decided and the layer above has not been told yet. Set before the
+    /// actions that carry it run: the final frame's write can fail at once (the peer closed
+    /// first) and close the channel re-entrantly, and channelInactive must then tell the end,
+    /// before the async channel above finishes its stream.
+    private var untoldEnd: ConnectionEnd?
 
     init(
         role: ConnectionStateMachine.Role, configuration: ConnectionStateMachine.Configuration,
@@ -93,7 +98,7 @@ final class PeerChannelHandler: ChannelDuplexHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         stopTimers()
-        if let end = machine.connectionClosed() { ended(end, context: context) }
+        if let end = machine.connectionClosed() ?? untoldEnd { ended(end, context: context) }
         context.fireChannelInactive()
     }
 
@@ -177,6 +182,7 @@ final class PeerChannelHandler: ChannelDuplexHandler {
         var writePromise = writePromise
         var lastWrite: EventLoopFuture<Void>?
         var passedUp = false
+        for action in actions { if case .close(let end) = action { untoldEnd = end } }
         for action in actions {
             switch action {
             case .write(let bytes):
@@ -199,7 +205,8 @@ final class PeerChannelHandler: ChannelDuplexHandler {
                 context.fireChannelRead(wrapInboundOut(.pong(roundTrip: roundTrip)))
                 passedUp = true
             case .close(let end):
-                ended(end, context: context)
+                // Told already if the final write closed the channel on the way here.
+                if untoldEnd != nil { ended(end, context: context) }
                 passedUp = false  // ended() completed the read batch
                 close(after: lastWrite, context: context)
             }
@@ -225,6 +232,7 @@ final class PeerChannelHandler: ChannelDuplexHandler {
     }
 
     private func ended(_ end: ConnectionEnd, context: ChannelHandlerContext) {
+        untoldEnd = nil
         switch end.kind {
         case .localClose, .peerClosed:
             logger.info("connection closed: \(end)")

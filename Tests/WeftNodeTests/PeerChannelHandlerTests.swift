@@ -34,6 +34,32 @@ final class WriteGate: ChannelOutboundHandler {
     }
 }
 
+/// A socket whose peer is gone: once armed, a write closes the channel at once, inside the
+/// write (as NIO does when a write fails with ECONNRESET).
+final class ResetOnWrite: ChannelOutboundHandler {
+    typealias OutboundIn = ByteBuffer
+    var armed = false
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard armed else { return context.write(data, promise: promise) }
+        promise?.fail(ChannelError.ioOnClosedChannel)
+        context.close(promise: nil)
+    }
+}
+
+/// What reaches the layer above the handler, in order: events read, and the channel going
+/// inactive (after which `NIOAsyncChannel` delivers nothing more).
+final class InboundOrder: ChannelInboundHandler {
+    typealias InboundIn = PeerChannelEvent
+    var seen: [String] = []
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .ended = unwrapInboundIn(data) { seen.append("ended") }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) { seen.append("inactive") }
+}
+
 /// Two `PeerChannelHandler`s on `EmbeddedChannel`s, pumped against each other.
 struct EmbeddedPair {
     let initiator = EmbeddedChannel()
@@ -144,6 +170,24 @@ struct PeerChannelHandlerTests {
         }
         #expect(peerEnd.map(\.kind) == [.peerClosed])
         #expect(peerEnd.first?.detail.contains("shutting down") == true)
+    }
+
+    @Test("a final frame whose write closes the channel at once (the peer reset it) still tells the end before the channel goes inactive")
+    func endToldWhenFinalWriteResets() throws {
+        let pair = try EmbeddedPair()
+        try pair.authenticate()
+        let reset = ResetOnWrite()
+        let order = InboundOrder()
+        try pair.initiator.pipeline.syncOperations.addHandler(reset, position: .after(pair.initiatorGate))
+        try pair.initiator.pipeline.syncOperations.addHandler(order)
+        reset.armed = true
+        pair.initiator.pipeline.triggerUserOutboundEvent(
+            PeerChannelHandler.CloseRequest(code: .linkCut, reason: "the link to this node was cut"), promise: nil)
+        pair.initiator.embeddedEventLoop.run()
+        pair.initiatorGate.release()
+        pair.initiator.embeddedEventLoop.run()
+        #expect(!pair.initiator.isActive)
+        #expect(order.seen == ["ended", "inactive"])
     }
 
     @Test("close() from above sends CLOSE(normal) first and completes when the channel closed")

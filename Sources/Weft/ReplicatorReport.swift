@@ -19,7 +19,8 @@ struct ReplicatorReport: ReplicationReport {
             ("operationsPushed", statistics.operationsPushed), ("operationsAnnounced", statistics.operationsAnnounced),
             ("grafts", statistics.grafts), ("prunesSent", statistics.prunesSent),
             ("operationsDropped", statistics.operationsDropped), ("messagesNotQueued", statistics.messagesNotQueued),
-            ("reconciliations", statistics.reconciliations),
+            ("reconciliations", statistics.reconciliations), ("causeRequests", statistics.causeRequests),
+            ("reconciliationRequests", statistics.reconciliationRequests), ("logsSentFromStore", statistics.logsSentFromStore),
         ]
         return counters.map { ReplicationCounter(name: $0.0, value: UInt64(clamping: $0.1)) }
     }

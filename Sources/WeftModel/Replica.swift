@@ -58,6 +58,9 @@ public struct Replica: Sendable {
         public var accepted: [OperationID] = []
         public var rejected: [(OperationID, OperationError)] = []
         public var pending: [OperationID] = []
+        /// For each operation in `pending`, the causes it waits for that this replica does not
+        /// hold (what a node asks its peer for, SPEC.md §14.8).
+        public var missingCauses: [OperationID: [OperationID]] = [:]
         public var duplicates: [OperationID] = []
         /// Operations accepted earlier (in this batch or before) and refused now, because their
         /// causal past reaches a slot their author was found to have used twice (SPEC.md §13.1).
@@ -65,6 +68,8 @@ public struct Replica: Sendable {
         public var revoked: [OperationID] = []
         /// Conversations (log identifiers) whose state changed.
         public var touched: Set<ConversationID> = []
+
+        public init() {}
     }
 
     /// Applies operations whose signatures the caller has verified (see `SignedOperation.hasValidSignature`).
@@ -78,6 +83,10 @@ public struct Replica: Sendable {
         // An operation that was pending and is now decided is not reported as pending.
         let decided = Set(report.accepted).union(report.rejected.map(\.0))
         report.pending.removeAll { decided.contains($0) || pending[$0] == nil }
+        let stillPending = Set(report.pending)
+        report.missingCauses = report.missingCauses.filter { stillPending.contains($0.key) }.mapValues { causes in
+            causes.filter { waitingOn[$0] != nil }
+        }.filter { !$0.value.isEmpty }
         if !report.revoked.isEmpty {
             // Accepted, then revoked in the same batch (or the other way round): report the end.
             let revoked = Set(report.revoked)
@@ -110,6 +119,7 @@ public struct Replica: Sendable {
                 pending[signed.id] = signed
                 for cause in missing { waitingOn[cause, default: []].insert(signed.id) }
                 report.pending.append(signed.id)
+                report.missingCauses[signed.id] = missing
             }
         case .rejected(let error):
             report.rejected.append((signed.id, error))

@@ -61,6 +61,9 @@ struct PeerState: Sendable {
         var due: UInt64
         /// The log's heads when the request was scheduled: no progress by `due` means ask.
         var heads: VersionVector
+        /// The missing causes the store named: asked for by identifier, those still missing
+        /// at `due`. Empty: the store did not say, so the log past its heads is asked for.
+        var causes: Set<OperationID> = []
     }
 
     /// Range-based reconciliation with the peer (SPEC.md §14.3, §14.10). The rounds carry no

@@ -34,6 +34,7 @@ extension SyncCore {
             return
         }
         output.append(.sendStored(peer, conversation, beyond: beyond))
+        statistics.logsSentFromStore += 1
         // Counted as held from now on: if the operations are lost, anti-entropy finds out.
         peers[peer]?.record(beyond, in: conversation)
         if let own = logs[conversation]?.heads { peers[peer]?.record(own, in: conversation) }

@@ -65,7 +65,9 @@ extension SyncCore {
             }
         }
 
-        if let source, outcome.pending > 0 { scheduleCauseRequests(for: outcome.stored, from: source) }
+        if let source, outcome.pending > 0 {
+            scheduleCauseRequests(for: outcome.stored, missing: outcome.missingCauses, from: source)
+        }
     }
 
     /// Credits released pending operations back to every peer's count (the store does not say
@@ -79,30 +81,46 @@ extension SyncCore {
         }
     }
 
-    /// Schedules asking the peer whose operations came back pending for what lies past this
-    /// node's heads of their logs. The request waits a graft timeout: causes are often on
-    /// their way (along another link, or in the next message), and asking at once would bring
-    /// them twice.
-    private mutating func scheduleCauseRequests(for operations: [SignedOperation], from peer: PeerID) {
-        for conversation in Set(operations.map(\.operation.conversation)) where peers[peer]?.causeRequests[conversation] == nil {
-            peers[peer]?.causeRequests[conversation] = PeerState.CauseRequest(
-                due: now + configuration.graftTimeoutMilliseconds, heads: logs[conversation]?.heads ?? VersionVector())
+    /// Schedules asking the peer whose operations came back pending for their missing causes.
+    /// The request waits a graft timeout: causes are often on their way (along another link,
+    /// or in the next message), and asking at once would bring them twice. Causes the store
+    /// named are asked for by identifier, only those still missing then: asking for the whole
+    /// log past this node's heads brought back everything in flight on a busy log (a mesh of
+    /// 20 nodes received each operation twice over).
+    private mutating func scheduleCauseRequests(
+        for operations: [SignedOperation], missing: [ConversationID: [OperationID]], from peer: PeerID
+    ) {
+        for conversation in Set(operations.map(\.operation.conversation)) {
+            if peers[peer]?.causeRequests[conversation] == nil {
+                peers[peer]?.causeRequests[conversation] = PeerState.CauseRequest(
+                    due: now + configuration.graftTimeoutMilliseconds, heads: logs[conversation]?.heads ?? VersionVector())
+            }
+            if let causes = missing[conversation] { peers[peer]?.causeRequests[conversation]?.causes.formUnion(causes) }
         }
     }
 
-    /// Sends the cause requests that are due, for logs that still hold operations past a gap
-    /// in an author's chain, or made no progress since (operations waiting on another author).
+    /// Sends the cause requests that are due: the named causes not received since, by
+    /// identifier; for a log whose causes were not named, the log past this node's heads if
+    /// it still holds operations past a gap in an author's chain, or made no progress since
+    /// (operations waiting on another author).
     private mutating func requestOverdueCauses() {
         for peer in peerOrder {
             guard let requests = peers[peer]?.causeRequests, !requests.isEmpty else { continue }
             var entries: [SyncMessage.Want.Entry] = []
             for conversation in catchUpOrder(requests.keys) where requests[conversation]!.due <= now {
+                let request = requests[conversation]!
                 peers[peer]?.causeRequests[conversation] = nil
                 guard let log = logs[conversation] else { continue }
+                if !request.causes.isEmpty {
+                    let stillMissing = request.causes.filter { !recent.contains($0) }.sorted()
+                    if !stillMissing.isEmpty { entries.append(SyncMessage.Want.Entry(conversation: conversation, beyond: nil, ids: stillMissing)) }
+                    continue
+                }
                 let contiguous = log.heads.entries.values.reduce(0, +)
-                guard UInt64(log.operationCount) > contiguous || log.heads == requests[conversation]!.heads else { continue }
+                guard UInt64(log.operationCount) > contiguous || log.heads == request.heads else { continue }
                 entries.append(SyncMessage.Want.Entry(conversation: conversation, beyond: log.heads))
             }
+            statistics.causeRequests += entries.count
             sendWants(entries, isGraft: false, to: peer)
         }
     }

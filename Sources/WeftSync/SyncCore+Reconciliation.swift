@@ -99,6 +99,7 @@ extension SyncCore {
             peers[peer]?.suspectedForks[conversation] = nil
             entries.append(SyncMessage.Want.Entry(conversation: conversation, beyond: beyond))
         }
+        statistics.reconciliationRequests += entries.count
         sendWants(entries, isGraft: false, to: peer)
     }
 }

@@ -136,6 +136,8 @@ public struct PeerKnowledge: Sendable, Hashable {
 
 /// Counters a node's tests and benchmarks read.
 public struct SyncStatistics: Sendable, Hashable {
+    public init() {}
+
     /// Operations that arrived in OPERATIONS messages, duplicates included.
     public var operationsReceived = 0
     /// Arrivals of operations already held (seen by the core, or reported by the store).
@@ -155,6 +157,13 @@ public struct SyncStatistics: Sendable, Hashable {
     public var reconciliations = 0
     /// HAVE messages not answered: the peer was past its rounds for the interval.
     public var reconciliationRoundsIgnored = 0
+    /// WANT entries asking for a log past heads: after pending operations (causes), and
+    /// after reconciliation.
+    public var causeRequests = 0
+    public var reconciliationRequests = 0
+    /// Logs read from the store past a peer's heads and sent to it (WANTs answered, a log
+    /// published, a peer that fell behind caught up).
+    public var logsSentFromStore = 0
 }
 
 /// An operation announced by IHAVE and not received yet.

@@ -60,6 +60,10 @@ public struct StoreOutcome: Sendable {
     public var refused: [OperationID]
     /// The peer the operations came from; nil for the local user's.
     public var source: PeerID?
+    /// Per log, causes of this batch's pending operations that the store does not hold: the
+    /// core asks the source for exactly these (after the graft timeout, if still missing).
+    /// Empty when the store does not say; the core then asks for the log past its heads.
+    public var missingCauses: [ConversationID: [OperationID]] = [:]
 
     public init(
         summaries: [LogSummary], stored: [SignedOperation], duplicates: Int = 0, pending: Int = 0,

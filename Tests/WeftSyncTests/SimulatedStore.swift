@@ -34,11 +34,15 @@ struct SimulatedStore {
                 fresh.append(op)
             }
         }
-        let (summaries, pending) = commit(fresh, publish: true)
+        let (summaries, report) = commit(fresh, publish: true)
+        let pending = Set(report.pending)
         let pendingBytes = fresh.filter { pending.contains($0.id) }.reduce(0) { $0 + SyncMessage.byteCount(of: $1) }
-        return StoreOutcome(
+        var outcome = StoreOutcome(
             summaries: summaries, stored: fresh, duplicates: duplicates, pending: pending.count, pendingByteCount: pendingBytes,
             refused: refused, source: source)
+        // The missing causes, by log, as the real store reports them.
+        for op in fresh { if let causes = report.missingCauses[op.id] { outcome.missingCauses[op.operation.conversation, default: []] += causes } }
+        return outcome
     }
 
     /// Stores an operation of the local user. A log is published by its first message, or
@@ -61,8 +65,8 @@ struct SimulatedStore {
 
     func isPublished(_ conversation: ConversationID) -> Bool { logs[conversation]?.summary.isPublished ?? false }
 
-    private mutating func commit(_ operations: [SignedOperation], publish: Bool) -> ([LogSummary], Set<OperationID>) {
-        guard !operations.isEmpty else { return ([], []) }
+    private mutating func commit(_ operations: [SignedOperation], publish: Bool) -> ([LogSummary], Replica.Report) {
+        guard !operations.isEmpty else { return ([], Replica.Report()) }
         var touched: Set<ConversationID> = []
         for signed in operations {
             let op = signed.operation
@@ -81,6 +85,6 @@ struct SimulatedStore {
             logs[op.conversation] = log
         }
         let report = replica.apply(verified: operations)
-        return (touched.sorted().map { logs[$0]!.summary }, Set(report.pending))
+        return (touched.sorted().map { logs[$0]!.summary }, report)
     }
 }

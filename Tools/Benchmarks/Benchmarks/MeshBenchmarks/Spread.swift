@@ -7,6 +7,7 @@ import WeftCrypto
 import WeftModel
 import WeftNode
 import WeftStore
+import WeftSync
 
 /// `nodes` in-process nodes (InProcessNode, stores in memory, real loopback sockets) in a
 /// random mesh of degree 3: a ring in random order plus a random matching of non-neighbours.
@@ -29,6 +30,8 @@ struct Spread {
         var receptionsPerOperation: Double
         var duplicates: Int
         var grafts: Int
+        /// The replicators' counters summed over the nodes.
+        var statistics: SyncStatistics
     }
 
     /// Listening addresses, as the nodes report them.
@@ -102,7 +105,17 @@ struct Spread {
                 nodes: nodes, messages: messages, elapsed: elapsed, operations: settled.held,
                 receptionsPerOperation: Double(received) / Double(settled.held * (nodes - 1)),
                 duplicates: statistics.reduce(0) { $0 + $1.duplicatesReceived },
-                grafts: statistics.reduce(0) { $0 + $1.grafts })
+                grafts: statistics.reduce(0) { $0 + $1.grafts },
+                statistics: statistics.reduce(into: SyncStatistics()) { total, one in
+                    total.operationsPushed += one.operationsPushed
+                    total.operationsAnnounced += one.operationsAnnounced
+                    total.prunesSent += one.prunesSent
+                    total.causeRequests += one.causeRequests
+                    total.reconciliationRequests += one.reconciliationRequests
+                    total.logsSentFromStore += one.logsSentFromStore
+                    total.messagesNotQueued += one.messagesNotQueued
+                    total.reconciliations += one.reconciliations
+                })
         }
     }
 

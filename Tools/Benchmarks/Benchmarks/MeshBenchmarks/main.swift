@@ -96,6 +96,8 @@ if selected.contains("spread") {
     log("spread: \(benchmark.nodes) in-process nodes, \(benchmark.messages) messages...")
     let result = try await benchmark.run()
     log("spread: \(format(result.elapsed.seconds, 2)) s; \(result.operations) operations; \(format(result.receptionsPerOperation, 2)) receptions per op per node; \(result.duplicates) duplicates, \(result.grafts) grafts")
+    let totals = result.statistics
+    log("spread: pushed \(totals.operationsPushed), announced \(totals.operationsAnnounced), prunes \(totals.prunesSent), cause requests \(totals.causeRequests), reconciliation requests \(totals.reconciliationRequests) in \(totals.reconciliations) reconciliations, logs sent from the store \(totals.logsSentFromStore), messages not queued \(totals.messagesNotQueued)")
     rows.append(Row(
         benchmark: "Spread: \(result.nodes) in-process nodes, degree 3, \(result.messages) messages at random nodes, until all hold all",
         figure: "\(format(result.elapsed.seconds, 2)) s (\(format(Double(result.messages) / result.elapsed.seconds)) msgs/s)",

@@ -120,10 +120,10 @@ struct SyncCoreReconciliationTests {
             (\(String(format: "%.2f", Double(total) / Double(operations))) × OPERATIONS; issue goal 1.2 × OPERATIONS + 1 KB = \
             \(Int(1.2 * Double(operations)) + 1_024) B)
             """)
-        // Reconciling costs a split of 16 fingerprints per level of the range tree for each
-        // differing log (SPEC §14.3: about 300 to 700 bytes each), asking one WANT entry per
+        // Reconciling costs a split of 4 fingerprints per level of the range tree for each
+        // differing log (SPEC §14.3: about 200 to 400 bytes each), asking one WANT entry per
         // log each way (both sides send their heads), and acknowledging 32 bytes per operation (§14.7).
-        #expect(have < 1_024 + 800 * logCount)
+        #expect(have < 512 + 300 * logCount)
         #expect(want < 8 + 2 * 64 * logCount)
         #expect(stored <= 100 * OperationID.byteCount + 3 * logCount)
         #expect(pair.messages[.operations, default: 0] == logCount)
@@ -171,7 +171,7 @@ struct SyncCoreReconciliationTests {
         var core = SyncCore(configuration: configuration, localUser: CorePair.users[1], summaries: logs)
         _ = core.handle(.connected(1, user: CorePair.users[0]))
         // A fingerprint that matches nothing: every HAVE needs an answer.
-        let probe = try! HaveMessage(ranges: [ReconciliationRange(upperBound: .end, mode: .fingerprint(RangeFingerprint(bytes: [UInt8](repeating: 7, count: 16))!))])
+        let probe = try! HaveMessage(ranges: [ReconciliationRange(upperBound: .end, mode: .fingerprint(RangeFingerprint(bytes: [UInt8](repeating: 7, count: RangeFingerprint.byteCount))!))])
         for _ in 0..<3 { #expect(core.handle(.received(1, .have(probe))).messages(to: 1).count == 1) }
         #expect(core.handle(.received(1, .have(probe))).isEmpty)
         #expect(core.statistics.reconciliationRoundsIgnored == 1)

@@ -93,6 +93,15 @@ struct PeerState: Sendable {
         }
     }
 
+    /// Records that the peer holds an operation in each slot of `range` (it acknowledged them):
+    /// its head moves if the range starts at or below the slot after it. A range past a gap
+    /// says nothing the heads can keep.
+    mutating func record(_ range: SlotRange) {
+        let head = heads[range.conversation]?[range.author] ?? 0
+        guard range.sequences.lowerBound == 0 || range.sequences.lowerBound - 1 <= head, range.sequences.upperBound > head else { return }
+        heads[range.conversation, default: VersionVector()].set(range.author, range.sequences.upperBound)
+    }
+
     /// Records that the peer holds at least `vector` of a conversation.
     mutating func record(_ vector: VersionVector, in conversation: ConversationID) {
         heads[conversation, default: VersionVector()].formJoin(vector)

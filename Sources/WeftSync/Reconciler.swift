@@ -4,7 +4,7 @@ import WeftModel
 /// Aljoscha Meyer's range-based set reconciliation and Negentropy: two nodes compare the
 /// fingerprint of the whole set, split ranges that differ, and list the items of small ones,
 /// until each knows exactly which conversations differ. Two nodes in sync learn it in one
-/// round trip of a few dozen bytes, whatever their size.
+/// round trip of 15 bytes, whatever their size.
 ///
 /// Pure and stateless: everything a round needs is in the message, so either side answers
 /// each HAVE from its current set. The caller sends `initiate()` once, answers each HAVE with
@@ -15,10 +15,13 @@ import WeftModel
 public struct Reconciler: Sendable {
     /// A side with at most this many items in a range whose fingerprints differ sends them as
     /// an id-list; with more, it splits the range. At least `splitCount`, so no part of a
-    /// split is empty.
-    public static let idListThreshold = 16
-    /// How many sub-ranges a range with differing fingerprints splits into.
-    public static let splitCount = 16
+    /// split is empty. Four, the least that allows: an id-list entry costs 24 bytes and a
+    /// fingerprinted part about 11, so splitting a range of more items saves bytes.
+    public static let idListThreshold = 4
+    /// How many sub-ranges a range with differing fingerprints splits into. Four: a sparse
+    /// difference costs 4 fingerprints per level of a tree of base 4, fewer bytes than 8 or 16
+    /// per level of base 8 or 16, for more levels, one message each (SPEC.md §14.3, costs).
+    public static let splitCount = 4
 
     public var set: ReconciliationSet
 

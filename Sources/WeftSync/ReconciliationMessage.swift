@@ -16,8 +16,11 @@ public struct HaveMessage: Hashable, Sendable {
 
     /// Bytes of one id-list entry: conversation (16) and item hash prefix (8).
     static let itemByteCount = ConversationID.byteCount + 8
-    /// The bound length byte that means the end.
-    static let endBoundByte: UInt8 = 0xff
+    /// A range's head byte: the mode in its top two bits, the bound length in the other six.
+    static let modeShift: UInt8 = 6
+    static let boundLengthMask: UInt8 = 0x3f
+    /// The bound length that means the end.
+    static let endBoundLength: UInt8 = 0x3f
 
     public let ranges: [ReconciliationRange]
 
@@ -83,9 +86,9 @@ public struct HaveMessage: Hashable, Sendable {
 
     /// Reads a HAVE body: every byte of `body` belongs to the message.
     /// - Throws: `SyncMessageError.truncated(.have)` if it ends inside a field,
-    ///   `.trailingBytes` if bytes follow the last range, `.invalidBody` for an unknown mode,
-    ///   a bound over 16 bytes, and every rule `init(ranges:)` checks. Counts are checked
-    ///   against the limits before anything is read or allocated.
+    ///   `.trailingBytes` if bytes follow the last range, `.invalidBody` for a bound length of
+    ///   17 to 62, and every rule `init(ranges:)` checks. Counts are checked against the limits
+    ///   before anything is read or allocated.
     public init(body: ByteBuffer) throws(SyncMessageError) {
         var body = body
         guard let rangeCount = body.readInteger(as: UInt16.self) else { throw .truncated(.have) }
@@ -96,10 +99,10 @@ public struct HaveMessage: Hashable, Sendable {
         ranges.reserveCapacity(Int(rangeCount))
         var entryCount = 0
         for _ in 0..<rangeCount {
-            let bound = try Self.readBound(&body)
-            guard let modeByte = body.readInteger(as: UInt8.self) else { throw .truncated(.have) }
+            guard let head = body.readInteger(as: UInt8.self) else { throw .truncated(.have) }
+            let bound = try Self.readBound(length: head & Self.boundLengthMask, &body)
             let mode: ReconciliationRange.Mode
-            switch modeByte {
+            switch head >> Self.modeShift {
             case 0:
                 mode = .skip
             case 1:
@@ -111,11 +114,9 @@ public struct HaveMessage: Hashable, Sendable {
                     let conversation = ConversationID(bytes: body.readBytes(length: ConversationID.byteCount)!)!
                     return ReconciliationItem(conversation: conversation, hashPrefix: body.readInteger(as: UInt64.self)!)
                 })
-            case 3:
+            default:  // 3, the last value two bits hold
                 let count = try Self.readCount(&body, entryByteCount: ConversationID.byteCount, entriesSoFar: &entryCount)
                 mode = .differing((0..<count).map { _ in ConversationID(bytes: body.readBytes(length: ConversationID.byteCount)!)! })
-            default:
-                throw .invalidBody(.have, "unknown range mode \(modeByte)")
             }
             ranges.append(ReconciliationRange(upperBound: bound, mode: mode))
         }
@@ -128,11 +129,11 @@ public struct HaveMessage: Hashable, Sendable {
         try self.init(body: ByteBuffer(bytes: body))
     }
 
-    private static func readBound(_ body: inout ByteBuffer) throws(SyncMessageError) -> ReconciliationBound {
-        guard let length = body.readInteger(as: UInt8.self) else { throw .truncated(.have) }
-        if length == endBoundByte { return .end }
+    /// The bound whose length the head byte gave: the end, or that many bytes of prefix.
+    private static func readBound(length: UInt8, _ body: inout ByteBuffer) throws(SyncMessageError) -> ReconciliationBound {
+        if length == endBoundLength { return .end }
         guard length <= ReconciliationBound.maxPrefixByteCount else {
-            throw .invalidBody(.have, "a bound of \(length) bytes, over \(ReconciliationBound.maxPrefixByteCount)")
+            throw .invalidBody(.have, "a bound length of \(length), neither 0 to \(ReconciliationBound.maxPrefixByteCount) nor \(endBoundLength) (the end)")
         }
         guard let prefix = body.readBytes(length: Int(length)) else { throw .truncated(.have) }
         return ReconciliationBound(uncheckedPrefix: prefix)
@@ -157,7 +158,7 @@ public struct HaveMessage: Hashable, Sendable {
     /// Bytes `encodeBody(into:)` writes.
     public var bodyByteCount: Int {
         2 + ranges.reduce(0) { total, range in
-            let bound = 1 + (range.upperBound.prefix?.count ?? 0)
+            let head = 1 + (range.upperBound.prefix?.count ?? 0)
             let payload: Int =
                 switch range.mode {
                 case .skip: 0
@@ -165,7 +166,7 @@ public struct HaveMessage: Hashable, Sendable {
                 case .idList(let items): 2 + items.count * Self.itemByteCount
                 case .differing(let conversations): 2 + conversations.count * ConversationID.byteCount
                 }
-            return total + bound + 1 + payload
+            return total + head + payload
         }
     }
 
@@ -175,13 +176,13 @@ public struct HaveMessage: Hashable, Sendable {
         let start = buffer.writerIndex
         buffer.writeInteger(UInt16(ranges.count))
         for range in ranges {
+            let mode = range.mode.byte << Self.modeShift
             if let prefix = range.upperBound.prefix {
-                buffer.writeInteger(UInt8(prefix.count))
+                buffer.writeInteger(mode | UInt8(prefix.count))
                 buffer.writeBytes(prefix)
             } else {
-                buffer.writeInteger(Self.endBoundByte)
+                buffer.writeInteger(mode | Self.endBoundLength)
             }
-            buffer.writeInteger(range.mode.byte)
             switch range.mode {
             case .skip: break
             case .fingerprint(let fingerprint): buffer.writeBytes(fingerprint.bytes)

@@ -50,15 +50,17 @@ public struct ReconciliationBound: Hashable, Sendable, CustomStringConvertible {
     public var description: String { prefix.map { $0.isEmpty ? "(empty)" : $0.reconciliationHex } ?? "end" }
 }
 
-/// The fingerprint of a range's items (SPEC.md §14.3): BLAKE2b-128(sum || count), where sum is the 32-byte little-endian sum modulo 2^256 of the
-/// item hashes and count the number of items as a u64. Sums add up, so a node keeps prefix sums
-/// and fingerprints any range at once; the count and the hash make a crafted sum harder to hit.
+/// The fingerprint of a range's items (SPEC.md §14.3): BLAKE2b-64(sum || count), where sum is
+/// the 32-byte little-endian sum modulo 2^256 of the item hashes and count the number of items
+/// as a u64. Sums add up, so a node keeps prefix sums and fingerprints any range at once; the
+/// count and the hash make a crafted sum harder to hit. Eight bytes: two different ranges
+/// fingerprint alike by accident with a chance of about 2^-64 per comparison.
 public struct RangeFingerprint: Hashable, Sendable, CustomStringConvertible {
-    public static let byteCount = 16
+    public static let byteCount = 8
 
     public let bytes: [UInt8]
 
-    /// A fingerprint of 16 bytes; nil for another length.
+    /// A fingerprint of 8 bytes; nil for another length.
     public init?(bytes: [UInt8]) {
         guard bytes.count == Self.byteCount else { return nil }
         self.bytes = bytes
@@ -89,7 +91,8 @@ public struct ReconciliationItem: Hashable, Sendable, CustomStringConvertible {
 
 /// One range of a HAVE message: its upper bound and what the sender says about its items.
 public struct ReconciliationRange: Hashable, Sendable {
-    /// What a range says (SPEC.md §14.3). The byte is the mode on the wire.
+    /// What a range says (SPEC.md §14.3). `byte` is the mode on the wire (the top two bits of
+    /// the range's head byte).
     public enum Mode: Hashable, Sendable {
         /// Nothing left to do here: the fingerprints matched, or the range is settled.
         case skip

@@ -76,8 +76,8 @@ extension SyncCore {
             for chunk in batch.announcements.chunked(min(announcementsPerMessage, SyncMessage.maxListCount)) {
                 if send(.ihave(chunk), to: peer) { statistics.operationsAnnounced += chunk.count }
             }
-            let idsPerMessage = max(1, configuration.messageBodySoftLimit / OperationID.byteCount)
-            for chunk in batch.acknowledgements.chunked(min(idsPerMessage, SyncMessage.maxListCount)) {
+            let rangesPerMessage = max(1, configuration.messageBodySoftLimit / SyncMessage.slotRangeByteCount)
+            for chunk in SlotRange.covering(batch.acknowledgements).chunked(min(rangesPerMessage, SyncMessage.maxListCount)) {
                 send(.stored(chunk), to: peer)
             }
         }

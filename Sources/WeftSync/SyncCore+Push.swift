@@ -45,7 +45,7 @@ extension SyncCore {
             if source != nil { learn(signed.operation.author, signed.operation.sequence, in: signed.operation.conversation) }
             recent.insert(signed.id)
             missing[signed.id] = nil
-            if let source { outgoing[source, default: OutgoingBatch()].acknowledgements.append(signed.id) }
+            if let source { outgoing[source, default: OutgoingBatch()].acknowledgements.append(signed.operation) }
             let conversation = signed.operation.conversation
             // Unpublished logs stay here; a log published by this commit goes whole, below.
             guard logs[conversation]?.isPublished ?? true, !newlyPublished.contains(conversation) else { continue }
@@ -143,7 +143,7 @@ extension SyncCore {
             // the other half of a fork (§13.1), so only one seen lately counts.
             if recent.contains(signed.id) || (message.isPush && op.sequence <= ownHead) {
                 duplicates += 1
-                outgoing[peer, default: OutgoingBatch()].acknowledgements.append(signed.id)
+                outgoing[peer, default: OutgoingBatch()].acknowledgements.append(signed.operation)
                 continue
             }
             if overBound && op.sequence > ownHead + 1 {

@@ -78,9 +78,9 @@ public struct SyncCore: Sendable {
             receiveWant(want, from: peer)
         case .operations(let operations):
             receiveOperations(operations, from: peer)
-        case .stored(let ids):
-            for id in ids { peers[peer]?.known.insert(id) }
-            output.append(.acknowledged(ids, by: peer))
+        case .stored(let ranges):
+            for range in ranges { peers[peer]?.record(range) }
+            output.append(.acknowledged(ranges, by: peer))
         case .ihave(let announcements):
             receiveAnnouncements(announcements, from: peer)
         case .prune:
@@ -181,7 +181,8 @@ struct MissingOperation: Sendable {
 struct OutgoingBatch: Sendable {
     var pushes: [SignedOperation] = []
     var announcements: [SyncMessage.Announcement] = []
-    var acknowledgements: [OperationID] = []
+    /// Operations received from the peer and held: acknowledged by slot (STORED).
+    var acknowledgements: [Operation] = []
 }
 
 extension SyncCore {

@@ -34,9 +34,10 @@ public enum SyncAction: Sendable, Equatable {
     /// Read these operations from the store (those held) and send them as OPERATIONS. Issued
     /// whatever the peer's writability: a few operations a peer asked for by identifier.
     case sendStoredOperations(PeerID, [OperationID])
-    /// The peer acknowledged storing these operations (STORED): a message of the local user
-    /// among them is now *sent*.
-    case acknowledged([OperationID], by: PeerID)
+    /// The peer acknowledged storing the operations in these slots (STORED), operations this
+    /// node sent it: a message of the local user among them is now *sent*. The store maps the
+    /// slots back to its messages (`Store.markSent(acknowledged:)`).
+    case acknowledged([SlotRange], by: PeerID)
     /// Operations from the peer refused before storing, beyond a bound; log the reason.
     case dropped(PeerID, count: Int, reason: String)
     /// The peer broke the protocol: close the connection (ERROR, then close).

@@ -15,6 +15,8 @@ extension SyncMessage {
     public static let announcementByteCount = ConversationID.byteCount + PublicIdentity.byteCount + 8 + OperationID.byteCount
     /// Bytes of one (author, sequence) pair of a WANT's heads.
     public static let headByteCount = PublicIdentity.byteCount + 8
+    /// Bytes of one STORED entry: conversation, author, first and last sequence.
+    public static let slotRangeByteCount = ConversationID.byteCount + PublicIdentity.byteCount + 8 + 8
 
     // MARK: - Writing
 
@@ -67,9 +69,14 @@ extension SyncMessage {
                 buffer.writeBytes(operation.encoding)
                 buffer.writeBytes(operation.signature)
             }
-        case .stored(let ids):
-            buffer.writeListCount(ids.count)
-            for id in ids { buffer.writeBytes(id.bytes) }
+        case .stored(let ranges):
+            buffer.writeListCount(ranges.count)
+            for range in ranges {
+                buffer.writeBytes(range.conversation.bytes)
+                buffer.writeBytes(range.author.bytes)
+                buffer.writeInteger(range.sequences.lowerBound)
+                buffer.writeInteger(range.sequences.upperBound)
+            }
         case .ihave(let announcements):
             buffer.writeListCount(announcements.count)
             for announcement in announcements {
@@ -93,7 +100,7 @@ extension SyncMessage {
             case .summary(let summary): 3 + summary.entries.count * Self.summaryEntryByteCount
             case .want(let want): 3 + want.entries.reduce(0) { $0 + Self.byteCount(of: $1) }
             case .operations(let operations): 3 + operations.operations.reduce(0) { $0 + Self.byteCount(of: $1) }
-            case .stored(let ids): 2 + ids.count * OperationID.byteCount
+            case .stored(let ranges): 2 + ranges.count * Self.slotRangeByteCount
             case .ihave(let announcements): 2 + announcements.count * Self.announcementByteCount
             case .prune: 0
             }
@@ -186,12 +193,19 @@ extension SyncMessage {
             for index in 0..<count { operations.append(try reader.operation(index: index)) }
             self = .operations(Operations(isPush: isPush, operations: operations))
         case .stored:
-            let count = try reader.count(itemByteCount: OperationID.byteCount)
-            guard count > 0 else { throw .invalidBody(.stored, "no identifiers") }
-            var ids: [OperationID] = []
-            ids.reserveCapacity(count)
-            for _ in 0..<count { ids.append(try reader.id()) }
-            self = .stored(ids)
+            let count = try reader.count(itemByteCount: Self.slotRangeByteCount)
+            guard count > 0 else { throw .invalidBody(.stored, "no operations") }
+            var ranges: [SlotRange] = []
+            ranges.reserveCapacity(count)
+            for _ in 0..<count {
+                let conversation = try reader.conversation()
+                let author = try reader.user()
+                let first = try reader.integer(UInt64.self)
+                let last = try reader.integer(UInt64.self)
+                guard first <= last else { throw .invalidBody(.stored, "a range from sequence \(first) down to \(last)") }
+                ranges.append(SlotRange(conversation: conversation, author: author, sequences: first...last))
+            }
+            self = .stored(ranges)
         case .ihave:
             let count = try reader.count(itemByteCount: Self.announcementByteCount)
             guard count > 0 else { throw .invalidBody(.ihave, "no announcements") }

@@ -15,8 +15,9 @@ public enum SyncMessage: Hashable, Sendable {
     case want(Want)
     /// Signed operations (§14.6).
     case operations(Operations)
-    /// Operations the sender has stored: the acknowledgement that makes a message sent (§14.7).
-    case stored([OperationID])
+    /// Operations the sender has stored, by slot: the acknowledgement that makes a message
+    /// sent (§14.7). At least one range.
+    case stored([SlotRange])
     /// Lazy push: operations the sender holds and did not push (§14.8).
     case ihave([Announcement])
     /// The sender asks to get announcements (IHAVE) instead of operations (§14.8).

@@ -6,7 +6,7 @@ public enum SyncMessageType: UInt8, Hashable, Sendable, CaseIterable, CustomStri
     case want = 0x02
     /// Signed operations (§14.6).
     case operations = 0x03
-    /// Operations the sender has stored (the acknowledgement that makes a message *sent*, §14.7).
+    /// Operations the sender has stored, by slot (the acknowledgement that makes a message *sent*, §14.7).
     case stored = 0x04
     /// Lazy push: operations the sender holds, announced by slot and identifier (§14.8).
     case ihave = 0x05

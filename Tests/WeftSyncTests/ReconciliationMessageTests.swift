@@ -71,14 +71,14 @@ struct ReconciliationMessageTests {
     func boundedReply() throws {
         var random = ReconciliationRandom(seed: 13)
         let set = ReconciliationSet((0..<10_000).map { _ in (random.conversation(), random.digest()) })
-        // 299 fingerprint ranges of about 33 items that all differ, then one to the end: the
-        // responder splits each into 16 while they fit and fingerprints the rest.
-        var ranges: [ReconciliationRange] = (1..<300).map { index in
+        // 1,199 fingerprint ranges of about 8 items that all differ, then one to the end: the
+        // responder splits each into 4 while they fit and fingerprints the rest.
+        var ranges: [ReconciliationRange] = (1..<1_200).map { index in
             ReconciliationRange(
-                upperBound: ReconciliationBound(prefix: [UInt8((index * 216) >> 8), UInt8(truncatingIfNeeded: index * 216)])!,
-                mode: .fingerprint(RangeFingerprint(bytes: random.bytes(16))!))
+                upperBound: ReconciliationBound(prefix: [UInt8((index * 54) >> 8), UInt8(truncatingIfNeeded: index * 54)])!,
+                mode: .fingerprint(RangeFingerprint(bytes: random.bytes(RangeFingerprint.byteCount))!))
         }
-        ranges.append(ReconciliationRange(upperBound: .end, mode: .fingerprint(RangeFingerprint(bytes: random.bytes(16))!)))
+        ranges.append(ReconciliationRange(upperBound: .end, mode: .fingerprint(RangeFingerprint(bytes: random.bytes(RangeFingerprint.byteCount))!)))
         let reply = try #require(Reconciler(set: set).respond(to: try HaveMessage(ranges: ranges)).reply)
         #expect(reply.ranges.count <= HaveMessage.maxRangeCount)
         #expect(reply.ranges.count > HaveMessage.maxRangeCount - Reconciler.splitCount - 2)

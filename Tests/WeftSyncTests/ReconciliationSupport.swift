@@ -39,6 +39,8 @@ struct ReconciliationRun {
     var initiatorBytes = 0
     var responderBytes = 0
     var messages = 0
+    /// Ranges in all the messages (each has a head byte, a bound and its payload).
+    var ranges = 0
 
     var totalBytes: Int { initiatorBytes + responderBytes }
 }
@@ -55,6 +57,7 @@ func reconcile(_ initiator: ReconciliationSet, _ responder: ReconciliationSet, m
         let bytes = sent.bodyBytes
         if sender == 0 { run.initiatorBytes += 1 + bytes.count } else { run.responderBytes += 1 + bytes.count }
         run.messages += 1
+        run.ranges += sent.ranges.count
         let received = try HaveMessage(body: bytes)
         let receiver = 1 - sender
         let (reply, differing) = sides[receiver].respond(to: received)

@@ -69,13 +69,15 @@ struct ReconciliationTests {
         #expect(failures == [])
     }
 
-    @Test("two sets of 10,000 identical logs learn it in one round trip of a few dozen bytes")
+    @Test("two sets of 10,000 identical logs learn it in one round trip of 15 bytes")
     func inSync() throws {
         let pair = randomPair(seed: 1, shared: 10_000, changed: 0, onlyInitiator: 0, onlyResponder: 0)
         let run = try reconcile(pair.initiator, pair.responder)
         print("reconciliation, 10,000 identical logs: \(run.totalBytes) bytes (\(run.initiatorBytes) + \(run.responderBytes)), \(run.messages) messages")
         #expect(run.messages == 2)
-        #expect(run.totalBytes < 64)
+        // Type, range count, a fingerprint to the end (head and 8 bytes); type and no ranges.
+        #expect(run.initiatorBytes == 1 + 2 + 1 + RangeFingerprint.byteCount)
+        #expect(run.responderBytes == 3)
         #expect(run.initiatorDiffering.isEmpty && run.responderDiffering.isEmpty)
     }
 
@@ -86,12 +88,16 @@ struct ReconciliationTests {
             return Result { (try reconcile(pair.initiator, pair.responder), pair.differing) }
         }.get()
         print(
-            "reconciliation, 10,000 logs, \(count) differing: \(run.0.totalBytes) bytes (\(run.0.initiatorBytes) + \(run.0.responderBytes)), \(run.0.messages) messages"
+            "reconciliation, 10,000 logs, \(count) differing: \(run.0.totalBytes) bytes (\(run.0.initiatorBytes) + \(run.0.responderBytes)), \(run.0.messages) messages, \(run.0.ranges) ranges"
         )
         #expect(run.0.initiatorDiffering == run.1 && run.0.responderDiffering == run.1)
-        // A bound from the cost of the design (a split per level per difference), so that a
-        // regression to listing whole ranges shows.
-        #expect(run.0.totalBytes < 1_000 + count * 1_000)
+        // A bound from the cost of the design, so that a regression shows: a sparse difference
+        // costs a split of 4 fingerprints (about 11 bytes each with head and bound) per level
+        // of a tree of base 4 (5 to 6 levels among 10,000), then an id-list of at most 4
+        // items (24 bytes each) and a differing entry (16): about 300 bytes.
+        #expect(run.0.totalBytes < 300 + count * 300)
+        // One message per level, and the id-list and differing rounds (SPEC.md §14.3).
+        #expect(run.0.messages <= 10)
     }
 }
 
@@ -105,7 +111,7 @@ struct ReconciliationSetTests {
         }
         var count: [UInt8] = []
         for shift in stride(from: 56, through: 0, by: -8) { count.append(UInt8(truncatingIfNeeded: UInt64(items.count) >> UInt64(shift))) }
-        return BLAKE2b.hash(sum.bytes, count, outputByteCount: 16)
+        return BLAKE2b.hash(sum.bytes, count, outputByteCount: 8)
     }
 
     /// The whole-set fingerprint the set sends first.

@@ -117,8 +117,9 @@ struct ReconciliationVectorTests {
         #expect(HaveMessage.maxEntryCount == limits.maxEntryCount)
         #expect(Reconciler.idListThreshold == limits.idListThreshold)
         #expect(Reconciler.splitCount == limits.splitCount)
-        // The largest body still fits one DATA payload.
-        let largest = 2 + limits.maxRangeCount * (1 + 16 + 1 + 16 + 2) + limits.maxEntryCount * 24
+        // The largest body still fits one DATA payload: every range with a head, a 16-byte bound
+        // and the larger of a fingerprint and a list count, and every entry an id-list item.
+        let largest = 2 + limits.maxRangeCount * (1 + 16 + max(RangeFingerprint.byteCount, 2)) + limits.maxEntryCount * 24
         #expect(largest <= SyncEnvelope.maxBodyByteCount)
     }
 

@@ -52,6 +52,12 @@ struct CoreHarness {
         core.handle(.received(peer, message))
     }
 
+    /// The slots of `ops`' sequences (all of user 0, in the harness's conversation), as STORED
+    /// acknowledges them.
+    func slots(_ sequences: ClosedRange<UInt64>) -> SlotRange {
+        SlotRange(conversation: ops[0].operation.conversation, author: SyncFixtures.users[0], sequences: sequences)
+    }
+
     static func pushed(_ ops: [SignedOperation]) -> SyncMessage { .operations(SyncMessage.Operations(isPush: true, operations: ops)) }
 }
 
@@ -66,7 +72,7 @@ struct SyncCorePushTests {
         #expect(actions.pushes(to: 1).isEmpty)
         #expect(actions.pushes(to: 2) == [h.ops[0]])
         #expect(actions.pushes(to: 3) == [h.ops[0]])
-        #expect(actions.messages(to: 1) == [.stored([h.ops[0].id])])
+        #expect(actions.messages(to: 1) == [.stored([h.slots(1...1)])])
     }
 
     @Test("an operation the store refuses is not counted as unsynced; one it stores is held, so neither")
@@ -117,7 +123,7 @@ struct SyncCorePushTests {
         _ = h.store([h.ops[0]], from: 1)
         let duplicate = h.receive(CoreHarness.pushed([h.ops[0]]), from: 2)
         #expect(duplicate.applied.isEmpty)
-        #expect(duplicate.messages(to: 2) == [.prune, .stored([h.ops[0].id])])
+        #expect(duplicate.messages(to: 2) == [.prune, .stored([h.slots(1...1)])])
         #expect(h.core.peerKnowledge(2)?.isEager == false)
         #expect(h.core.statistics.duplicatesReceived == 1)
         _ = h.receive(.prune, from: 3)
@@ -173,7 +179,7 @@ struct SyncCoreBoundsTests {
         let outcome = h.store([h.ops[3], h.ops[4]], from: 1, pending: 2)
         let conversation = h.ops[0].operation.conversation
         // The causes are asked for once a graft timeout has passed without them.
-        #expect(outcome.messages(to: 1) == [.stored([h.ops[3].id, h.ops[4].id])])
+        #expect(outcome.messages(to: 1) == [.stored([h.slots(4...5)])])
         #expect(h.core.handle(.tick(nowMilliseconds: 499)).isEmpty)
         #expect(h.core.handle(.tick(nowMilliseconds: 500)).messages(to: 1) == [.want(SyncMessage.Want(entries: [
             SyncMessage.Want.Entry(conversation: conversation, beyond: VersionVector())

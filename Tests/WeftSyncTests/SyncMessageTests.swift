@@ -11,6 +11,7 @@ struct SyncMessageVectors: Decodable, Sendable {
     struct WantEntry: Decodable, Sendable { var conversation: String; var heads: [Head]?; var ids: [String] }
     struct SummaryEntry: Decodable, Sendable { var conversation: String; var digest: String; var lastActivity: String }
     struct Announcement: Decodable, Sendable { var conversation: String; var author: String; var sequence: String; var id: String }
+    struct StoredRange: Decodable, Sendable { var conversation: String; var author: String; var first: String; var last: String }
     struct Fields: Decodable, Sendable {
         var final: Bool?
         var graft: Bool?
@@ -19,6 +20,7 @@ struct SyncMessageVectors: Decodable, Sendable {
         var operations: [String]?
         var ids: [String]?
         var announcements: [Announcement]?
+        var ranges: [StoredRange]?
     }
     /// SUMMARY and WANT both name their list `entries`.
     struct SummaryEntryOrWant: Decodable, Sendable {
@@ -94,7 +96,10 @@ extension SyncMessageVectors.Message {
             return .operations(SyncMessage.Operations(
                 isPush: fields.pushed!, operations: try fields.operations!.map { try SignedOperation(wireBytes: bytes($0)) }))
         case "STORED":
-            return .stored(fields.ids!.map(id))
+            return .stored(fields.ranges!.map {
+                SlotRange(
+                    conversation: conversation($0.conversation), author: user($0.author), sequences: UInt64($0.first)!...UInt64($0.last)!)
+            })
         case "IHAVE":
             return .ihave(fields.announcements!.map {
                 SyncMessage.Announcement(
@@ -191,7 +196,9 @@ struct SyncMessageRoundTripTests {
                 SyncMessage.Want.Entry(conversation: conversation, beyond: heads, ids: ops.map(\.id).sorted())
             ])),
             .operations(SyncMessage.Operations(isPush: true, operations: ops)),
-            .stored(ops.map(\.id)),
+            .stored(SlotRange.covering(ops.map(\.operation)) + [
+                SlotRange(conversation: conversation, author: SyncFixtures.users[1], sequences: 0...UInt64.max)
+            ]),
             .ihave(ops.map(SyncMessage.Announcement.init)),
             .prune,
         ]
@@ -200,6 +207,27 @@ struct SyncMessageRoundTripTests {
             #expect(payload.count == message.encodedByteCount)
             #expect(try SyncMessage(payload: payload) == message)
         }
+    }
+
+    @Test("STORED names runs of slots: the fewest ranges covering exactly the operations, ascending")
+    func slotRanges() throws {
+        let alice = try SyncFixtures.conversation(messages: 6)  // sequences 1 to 7 of user 0
+        let bob = try SyncFixtures.conversation(messages: 2, author: 1)
+        let (a, b) = (alice[0].operation.conversation, bob[0].operation.conversation)
+        // Out of order, one twice, with a gap after sequence 3, and another log.
+        let acknowledged = [alice[6], alice[1], bob[0], alice[0], alice[2], alice[1], alice[4], bob[1]].map(\.operation)
+        var expected = [
+            SlotRange(conversation: a, author: SyncFixtures.users[0], sequences: 1...3),
+            SlotRange(conversation: a, author: SyncFixtures.users[0], sequences: 5...5),
+            SlotRange(conversation: a, author: SyncFixtures.users[0], sequences: 7...7),
+            SlotRange(conversation: b, author: SyncFixtures.users[1], sequences: 1...2),
+        ]
+        if b < a { expected = Array(expected[3...] + expected[..<3]) }
+        #expect(SlotRange.covering(acknowledged) == expected)
+        #expect(SlotRange.covering([WeftModel.Operation]()) == [])
+        let message = SyncMessage.stored(expected)
+        #expect(message.encodedByteCount == 1 + 2 + 4 * 64)
+        #expect(try SyncMessage(payload: message.encode()) == message)
     }
 
     @Test("an operation whose body was tampered with is refused as that operation, by index")

@@ -26,8 +26,8 @@ extension Replicator {
                 _ = links.withLock { $0.jobs[peer]?.yield(.beyond(conversation, heads)) }
             case .sendStoredOperations(let peer, let ids):
                 _ = links.withLock { $0.jobs[peer]?.yield(.ids(ids)) }
-            case .acknowledged(let ids, _):
-                acknowledgements.withLock { $0.add(ids) }
+            case .acknowledged(let ranges, _):
+                acknowledgements.withLock { $0.add(ranges) }
             case .dropped(let peer, let count, let reason):
                 let user = links.withLock { $0.users[peer] }
                 logger.warning("dropped \(count) operation(s) from \(user.map(String.init(describing:)) ?? "a peer"): \(reason)")

@@ -2,15 +2,15 @@ import WeftModel
 import WeftStore
 import WeftSync
 
-/// Operations peers acknowledged, waiting to be marked sent in one transaction.
+/// Operations peers acknowledged (by slot, STORED), waiting to be marked sent in one transaction.
 struct Acknowledgements: ~Copyable {
-    var ids: [OperationID] = []
+    var ranges: [SlotRange] = []
     var waiting: CheckedContinuation<Void, Never>?
     var closed = false
 
-    mutating func add(_ more: [OperationID]) {
+    mutating func add(_ more: [SlotRange]) {
         guard !closed else { return }
-        ids += more
+        ranges += more
         waiting?.resume()
         waiting = nil
     }
@@ -102,24 +102,24 @@ extension Replicator {
         while !Task.isCancelled {
             await withCheckedContinuation { continuation in
                 let ready = acknowledgements.withLock { state in
-                    if !state.ids.isEmpty || state.closed { return true }
+                    if !state.ranges.isEmpty || state.closed { return true }
                     state.waiting = continuation
                     return false
                 }
                 if ready { continuation.resume() }
             }
-            let ids = acknowledgements.withLock { state in
-                defer { state.ids = [] }
-                return state.ids
+            let ranges = acknowledgements.withLock { state in
+                defer { state.ranges = [] }
+                return state.ranges
             }
-            guard !ids.isEmpty else {
+            guard !ranges.isEmpty else {
                 if acknowledgements.withLock({ $0.closed }) { return }
                 continue
             }
             do {
-                try await store.markSent(among: ids)
+                try await store.markSent(acknowledged: ranges)
             } catch {
-                logger.error("cannot mark \(ids.count) acknowledged operation(s) sent: \(error)")
+                logger.error("cannot mark the operations of \(ranges.count) acknowledged slot range(s) sent: \(error)")
             }
         }
     }

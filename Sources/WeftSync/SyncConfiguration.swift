@@ -10,8 +10,12 @@ public struct SyncConfiguration: Sendable, Hashable {
     /// The same bound in wire bytes.
     public var maxPendingBytesPerPeer = 64 << 20
     /// How long an announced operation (IHAVE) may take to arrive before the node asks the
-    /// announcer for it (GRAFT); also the least time between two requests for missing causes.
+    /// announcer for it (GRAFT), at least; also the least time between two requests for
+    /// missing causes. The core waits longer when eager pushes arrive later than this
+    /// (`SyncCore.graftTimeout`), up to `maxGraftTimeoutMilliseconds`.
     public var graftTimeoutMilliseconds: UInt64 = 500
+    /// The longest graft timeout the core adapts to.
+    public var maxGraftTimeoutMilliseconds: UInt64 = 5_000
     /// How often the node reconciles with each connected peer again (anti-entropy), besides
     /// on connect: the repair for lost messages.
     public var antiEntropyIntervalMilliseconds: UInt64 = 30_000

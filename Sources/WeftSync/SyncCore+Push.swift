@@ -90,10 +90,11 @@ extension SyncCore {
     private mutating func scheduleCauseRequests(
         for operations: [SignedOperation], missing: [ConversationID: [OperationID]], from peer: PeerID
     ) {
+        let due = now + graftTimeout
         for conversation in Set(operations.map(\.operation.conversation)) {
             if peers[peer]?.causeRequests[conversation] == nil {
                 peers[peer]?.causeRequests[conversation] = PeerState.CauseRequest(
-                    due: now + configuration.graftTimeoutMilliseconds, heads: logs[conversation]?.heads ?? VersionVector())
+                    due: due, heads: logs[conversation]?.heads ?? VersionVector())
             }
             if let causes = missing[conversation] { peers[peer]?.causeRequests[conversation]?.causes.formUnion(causes) }
         }
@@ -142,6 +143,7 @@ extension SyncCore {
             // A pushed operation in a slot held here is a duplicate. An asked-for one may be
             // the other half of a fork (§13.1), so only one seen lately counts.
             if recent.contains(signed.id) || (message.isPush && op.sequence <= ownHead) {
+                if message.isPush, let announcedAt = grafted.removeValue(forKey: signed.id) { observeLateness(since: announcedAt) }
                 duplicates += 1
                 outgoing[peer, default: OutgoingBatch()].acknowledgements.append(signed.operation)
                 continue
@@ -154,6 +156,7 @@ extension SyncCore {
                 continue
             }
             recent.insert(signed.id)
+            if message.isPush, let entry = missing[signed.id] { observeLateness(since: entry.announcedAt) }
             missing[signed.id] = nil
             fresh.append(signed)
         }
@@ -193,9 +196,26 @@ extension SyncCore {
             } else if missing.count < configuration.maxMissingOperations {
                 missing[announcement.id] = MissingOperation(
                     conversation: announcement.conversation, author: announcement.author, sequence: announcement.sequence,
-                    announcers: [peer], deadline: now + configuration.graftTimeoutMilliseconds)
+                    announcers: [peer], deadline: now + graftTimeout, announcedAt: now)
             }
         }
+    }
+
+    // MARK: - Graft timeout
+
+    /// How long an announced operation may take before it is grafted: the configured
+    /// timeout, or twice how late eager pushes have lately arrived if more, up to the
+    /// configured maximum. On a loaded node pushes wait in queues; a fixed timeout then
+    /// grafts what is on its way, the push arrives as well, and the duplicates load the
+    /// node further (a mesh of 20 nodes on two cores received each operation three times).
+    var graftTimeout: UInt64 {
+        min(configuration.maxGraftTimeoutMilliseconds, max(configuration.graftTimeoutMilliseconds, pushLateness * 2))
+    }
+
+    /// A push arrived `now`, first announced at `announcedAt`.
+    mutating func observeLateness(since announcedAt: UInt64) {
+        let observed = now >= announcedAt ? now - announcedAt : 0
+        pushLateness = max(observed, pushLateness - pushLateness / 8)
     }
 
     // MARK: - Timer
@@ -227,7 +247,9 @@ extension SyncCore {
             let announcer = announcers[entry.requests % announcers.count]
             requests[announcer, default: [:]][entry.conversation, default: []].append(id)
             entry.requests += 1
-            entry.deadline = now + configuration.graftTimeoutMilliseconds
+            entry.deadline = now + graftTimeout
+            if grafted.count >= 4_096 { grafted.removeAll(keepingCapacity: true) }
+            grafted[id] = entry.announcedAt
             missing[id] = entry
         }
         for peer in requests.keys.sorted() {

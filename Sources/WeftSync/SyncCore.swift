@@ -24,6 +24,12 @@ public struct SyncCore: Sendable {
     var recent: RecentIDs
     /// Operations announced by IHAVE and not received yet.
     var missing: [OperationID: MissingOperation] = [:]
+    /// How late eager pushes arrive after the first announcement of the same operation: a
+    /// maximum that decays by an eighth at each new observation below it (§14.8).
+    var pushLateness: UInt64 = 0
+    /// Operations grafted lately, with when they were first announced: a push of one that
+    /// arrives after all says how late pushes are. Bounded (cleared past 4,096).
+    var grafted: [OperationID: UInt64] = [:]
     /// The time of the last tick.
     var now: UInt64 = 0
     public internal(set) var statistics = SyncStatistics()
@@ -175,6 +181,8 @@ struct MissingOperation: Sendable {
     var announcers: [PeerID]
     var deadline: UInt64
     var requests = 0
+    /// When the first announcement arrived.
+    var announcedAt: UInt64
 }
 
 /// What one event sends a peer besides its own messages.

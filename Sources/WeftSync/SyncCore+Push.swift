@@ -215,7 +215,7 @@ extension SyncCore {
     /// A push arrived `now`, first announced at `announcedAt`.
     mutating func observeLateness(since announcedAt: UInt64) {
         let observed = now >= announcedAt ? now - announcedAt : 0
-        pushLateness = max(observed, pushLateness - pushLateness / 8)
+        pushLateness = max(observed, pushLateness - pushLateness / 64)
     }
 
     // MARK: - Timer

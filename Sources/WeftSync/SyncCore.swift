@@ -25,7 +25,7 @@ public struct SyncCore: Sendable {
     /// Operations announced by IHAVE and not received yet.
     var missing: [OperationID: MissingOperation] = [:]
     /// How late eager pushes arrive after the first announcement of the same operation: a
-    /// maximum that decays by an eighth at each new observation below it (§14.8).
+    /// maximum that decays by a sixty-fourth at each new observation below it (§14.8).
     var pushLateness: UInt64 = 0
     /// Operations grafted lately, with when they were first announced: a push of one that
     /// arrives after all says how late pushes are. Bounded (cleared past 4,096).

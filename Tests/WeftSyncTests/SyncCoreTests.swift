@@ -167,6 +167,50 @@ struct SyncCorePushTests {
     }
 }
 
+extension SyncCorePushTests {
+    @Test("pushes that arrive late lengthen the graft timeout: twice the lateness, at most the configured maximum")
+    func adaptiveGraftTimeout() throws {
+        var h = try CoreHarness()
+        _ = h.receive(.prune, from: 2)
+        _ = h.core.handle(.tick(nowMilliseconds: 1_000))
+        // ops[0] is announced at 1,000 and pushed 450 ms later: in time, but late.
+        _ = h.receive(.ihave([SyncMessage.Announcement(h.ops[0])]), from: 2)
+        _ = h.core.handle(.tick(nowMilliseconds: 1_450))
+        _ = h.receive(CoreHarness.pushed([h.ops[0]]), from: 1)
+        #expect(h.core.graftTimeout == 900)
+        // ops[1], announced at 2,000, is asked for after 900 ms, not 500.
+        _ = h.core.handle(.tick(nowMilliseconds: 2_000))
+        _ = h.receive(.ihave([SyncMessage.Announcement(h.ops[1])]), from: 2)
+        #expect(h.core.handle(.tick(nowMilliseconds: 2_899)).messages(to: 2).isEmpty)
+        #expect(h.core.handle(.tick(nowMilliseconds: 2_900)).messages(to: 2).count == 1)
+        // Its push arrives after the graft, 3 s after the announcement: the timeout follows,
+        // up to the maximum (5 s).
+        _ = h.core.handle(.tick(nowMilliseconds: 5_000))
+        _ = h.receive(CoreHarness.pushed([h.ops[1]]), from: 1)
+        #expect(h.core.graftTimeout == 5_000)
+    }
+
+    @Test("causes the store names are asked for by identifier, only those still missing at the timeout")
+    func causesByIdentifier() throws {
+        var h = try CoreHarness()
+        _ = h.store([h.ops[0]], from: 1)
+        // ops[3] waits for ops[1] and ops[2]; the store says so.
+        h.held.append(h.ops[3])
+        var outcome = StoreOutcome(
+            summaries: [SyncFixtures.summary(of: h.held)], stored: [h.ops[3]], pending: 1, source: 1)
+        let conversation = h.ops[0].operation.conversation
+        outcome.missingCauses = [conversation: [h.ops[1].id, h.ops[2].id]]
+        _ = h.core.handle(.stored(outcome))
+        // ops[1] arrives meanwhile from another peer; only ops[2] is asked for.
+        _ = h.receive(CoreHarness.pushed([h.ops[1]]), from: 2)
+        #expect(h.core.handle(.tick(nowMilliseconds: 499)).messages(to: 1).isEmpty)
+        #expect(h.core.handle(.tick(nowMilliseconds: 500)).messages(to: 1) == [.want(SyncMessage.Want(entries: [
+            SyncMessage.Want.Entry(conversation: conversation, beyond: nil, ids: [h.ops[2].id])
+        ]))])
+        #expect(h.core.statistics.causeRequests == 1)
+    }
+}
+
 @Suite("SyncCore: bounds, publication, catch-up")
 struct SyncCoreBoundsTests {
     @Test("past the pending bound a peer's out-of-chain operations are dropped; the next in chain is taken; causes are asked for")

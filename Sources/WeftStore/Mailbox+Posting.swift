@@ -42,6 +42,8 @@ extension Mailbox {
                 return !queue.isCommitting
             }
             // The committer runs on its own, so no caller waits for posts after its own.
+            // Bounded: `isCommitting` admits one committer at a time, and it ends once no post
+            // waits (every waiting post is resumed by it, committed or failed).
             if lead { Task { await self.commitWaitingPosts() } }
         }
     }

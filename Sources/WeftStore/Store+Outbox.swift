@@ -41,7 +41,7 @@ extension Store {
     public func markSent(among operations: [OperationID]) async throws -> [OperationID] {
         guard !operations.isEmpty else { return [] }
         return try await write { db in
-            var sent: [(entry: OutboxEntry, previous: OutboxEntry.State)] = []
+            var sent: [(entry: OutboxEntry, previous: OutboxEntry.State?)] = []
             let update = try db.cachedStatement(sql: "UPDATE outbox SET state = 'sent', reason = NULL WHERE message = ?")
             for chunk in operations.chunked(500) {
                 let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
@@ -72,7 +72,7 @@ extension Store {
             guard var entry = try Self.outboxEntry(message, in: db) else { throw Self.unknownEntry(message) }
             try db.execute(sql: "UPDATE outbox SET attempts = attempts + 1 WHERE message = ?", arguments: [Data(message.bytes)])
             entry.attempts += 1
-            return ((), Publication(outbox: [try Self.change(entry, from: entry.state, in: db)]))
+            return ((), Publication(outbox: try Self.changes([(entry, entry.state)], in: db)))
         }
     }
 
@@ -94,7 +94,7 @@ extension Store {
             let failed = expired.map { var entry = $0; entry.state = .failed(reason: reason); return entry }
             var changes = ChangeSet()
             changes.messages = try Self.expireRecipients(now: UInt64(clamping: now), in: db)
-            return (failed, Publication(changes: changes, outbox: try failed.map { try Self.change($0, from: .waiting, in: db) }))
+            return (failed, Publication(changes: changes, outbox: try Self.changes(failed.map { ($0, .waiting) }, in: db)))
         }
     }
 
@@ -107,7 +107,7 @@ extension Store {
             let previous = entry.state
             entry.state = state
             guard previous != state else { return ((), Publication()) }
-            return ((), Publication(outbox: [try Self.change(entry, from: previous, in: db)]))
+            return ((), Publication(outbox: try Self.changes([(entry, previous)], in: db)))
         }
     }
 
@@ -117,7 +117,7 @@ extension Store {
 
     /// The changes to publish for entries, with their messages as they now are, read together.
     private static func changes(
-        _ entries: [(entry: OutboxEntry, previous: OutboxEntry.State)], in db: Database
+        _ entries: [(entry: OutboxEntry, previous: OutboxEntry.State?)], in db: Database
     ) throws -> [OutboxChange] {
         var snapshots: [OperationID: MessageSnapshot] = [:]
         for chunk in entries.chunked(500) {
@@ -127,12 +127,6 @@ extension Store {
             for snapshot in try messages(rows: rows, countingFromEnd: true, in: db) { snapshots[snapshot.id] = snapshot }
         }
         return entries.map { OutboxChange(entry: $0.entry, previousState: $0.previous, message: snapshots[$0.entry.message]) }
-    }
-
-    /// The change to publish for an entry, with its message as it now is.
-    private static func change(_ entry: OutboxEntry, from previous: OutboxEntry.State?, in db: Database) throws -> OutboxChange {
-        let rows = try Row.fetchAll(db.cached("\(messageColumns) WHERE m.id = ?"), arguments: [Data(entry.message.bytes)])
-        return OutboxChange(entry: entry, previousState: previous, message: try messages(rows: rows, countingFromEnd: true, in: db).first)
     }
 
     /// The local user's messages among `changes` still waiting in the outbox.

@@ -46,8 +46,14 @@ public final class Mailbox: Sendable {
     /// stored that are addressed to the local user: one receipt operation per conversation log
     /// (`Applied.acknowledgements`).
     public func receive(_ operations: [SignedOperation]) async throws -> Store.Applied {
+        try await receive(store.checkSignatures(operations))
+    }
+
+    /// `receive(_:)` for operations whose signatures were checked beforehand
+    /// (`Store.checkSignatures(_:)`): a node checks the next batch while this one is written.
+    public func receive(_ batch: Store.CheckedBatch) async throws -> Store.Applied {
         let now = wallClock()
-        return try await store.apply(received: operations, wallMilliseconds: now, acknowledgingWith: { body, log, replica in
+        return try await store.apply(received: batch, wallMilliseconds: now, acknowledgingWith: { body, log, replica in
             self.author.withLock { $0.write(body, in: log, replica: replica, wallMilliseconds: now) }
         })
     }

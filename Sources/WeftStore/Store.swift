@@ -184,21 +184,50 @@ public final class Store: Sendable {
         try await apply(received: operations, wallMilliseconds: wallMilliseconds, acknowledgingWith: nil)
     }
 
+    /// Received operations whose signatures have been checked (`checkSignatures(_:)`), ready
+    /// for `apply(received:wallMilliseconds:)`.
+    ///
+    /// Checking is the expensive part of accepting an operation and runs outside the writer:
+    /// a node checks the next batch while the store writes the one before it.
+    public struct CheckedBatch: Sendable {
+        public let operations: [SignedOperation]
+        /// Per operation, whether its signature verifies.
+        let valid: [Bool]
+    }
+
+    /// Checks the signatures of received operations, in parallel over the cores. Operations
+    /// the replica already accepted need no second check (a peer resending); while a write
+    /// holds the replica, everything is checked rather than waiting, and an operation of a log
+    /// not in memory is checked too.
+    public func checkSignatures(_ operations: [SignedOperation]) throws -> CheckedBatch {
+        if state.withLock({ $0.replica == nil && !$0.lent }) { try loadReplica() }
+        let known = state.withLock { state in
+            state.replica.map { replica in operations.map { replica.isKnown($0.id, in: $0.operation.conversation) } }
+        }
+        return CheckedBatch(operations: operations, valid: Self.verifySignatures(operations, skipping: known))
+    }
+
+    /// `apply(received:wallMilliseconds:)` for operations checked beforehand.
+    public func apply(received batch: CheckedBatch, wallMilliseconds: UInt64) async throws -> Applied {
+        try await apply(received: batch, wallMilliseconds: wallMilliseconds, acknowledgingWith: nil)
+    }
+
     /// Applies received operations; with `signer`, also the local user's delivered receipts
     /// for the new messages addressed to them, in the same transaction (`Store+Delivery`).
     func apply(
         received operations: [SignedOperation], wallMilliseconds: UInt64, acknowledgingWith signer: LocalSigner?
     ) async throws -> Applied {
-        // Operations the replica already accepted need no second check (a peer resending).
-        // While another write holds the replica, everything is checked rather than waiting;
-        // an operation of a log not in memory is checked too.
-        if state.withLock({ $0.replica == nil && !$0.lent }) { try loadReplica() }
-        let known = state.withLock { state in
-            state.replica.map { replica in operations.map { replica.isKnown($0.id, in: $0.operation.conversation) } }
-        }
+        try await apply(received: checkSignatures(operations), wallMilliseconds: wallMilliseconds, acknowledgingWith: signer)
+    }
+
+    /// Applies received operations checked beforehand; with `signer`, as above.
+    func apply(
+        received batch: CheckedBatch, wallMilliseconds: UInt64, acknowledgingWith signer: LocalSigner?
+    ) async throws -> Applied {
+        let operations = batch.operations
+        let valid = batch.valid
         let (horizon, overflow) = wallMilliseconds.addingReportingOverflow(futureTolerance)
         let latest = overflow ? UInt64.max : horizon
-        let valid = Self.verifySignatures(operations, skipping: known)
 
         var refused: [Refusal] = []
         var verified: [SignedOperation] = []

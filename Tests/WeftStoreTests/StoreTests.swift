@@ -117,6 +117,34 @@ struct StoreTests {
         #expect(replayed.conversations.map { ($0.id, $0.messageCount) }.elementsEqual(reference.conversations.map { ($0.id, $0.messageCount) }, by: ==))
     }
 
+    @Test("signatures checked before the commit: the checked batch refuses a forged operation and stores the rest; a known operation is not checked again")
+    func checkedBatches() async throws {
+        var alice = Author(identity: .generate())
+        let bob = NodeIdentity.generate().publicKey
+        let store = try Store(directory: nil, localUser: bob)
+        let now: UInt64 = 1_700_000_000_000
+        let create = alice.createConversation(with: [bob], in: try store.replica, wallMilliseconds: now)
+        var replica = Replica(localUser: bob)
+        _ = replica.apply(verified: [create])
+        let post = alice.write(
+            .postMessage(parts: [MessagePart(mimeType: "text/plain", data: [1])], options: .init()),
+            in: create.operation.conversation, replica: replica, wallMilliseconds: now + 1)
+
+        let checked = try store.checkSignatures([create, post.withBadSignature])
+        #expect(checked.operations.map(\.id) == [create.id, post.id])
+        let applied = try await store.apply(received: checked, wallMilliseconds: now + 2)
+        #expect(applied.report.accepted == [create.id])
+        #expect(applied.refused.map(\.operation) == [post.id])
+        #expect(applied.refused.first?.error.reason == .badSignature)
+
+        // Accepted already: a copy with a broken signature is the same operation (its
+        // identifier covers the signed bytes only), known, so it passes as a duplicate.
+        let again = try await store.apply(received: store.checkSignatures([create.withBadSignature]), wallMilliseconds: now + 3)
+        #expect(again.refused.isEmpty)
+        #expect(again.duplicateCount == 1)
+        #expect(try store.operationCounts() == (1, 0, 0))
+    }
+
     @Test("a bad signature or a timestamp beyond the tolerance is refused with its reason and not stored; it is accepted when offered again in time")
     func refusals() async throws {
         var alice = Author(identity: .generate())

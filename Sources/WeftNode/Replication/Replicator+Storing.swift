@@ -26,38 +26,70 @@ extension Replicator {
     /// The storer: every flush interval, stores what arrived meanwhile in one commit (with the
     /// local user's delivered receipts, one per conversation), then reports it to the core per
     /// source peer.
+    ///
+    /// Two stages: while one batch is written (on the store's writer, one core), the next one's
+    /// signatures are checked (Ed25519, the costliest step, over the cores), so a node catching
+    /// up keeps both busy. The checker runs at most one batch ahead of the writer.
     func storeReceived() async {
+        var next: CheckedItems?
         while !Task.isCancelled {
-            await unstored.waitForOperations()
-            if unstored.isClosed { return }
-            try? await Task.sleep(for: configuration.flushInterval)
-            let items = unstored.take(configuration.maxFlushOperations)
-            guard !items.isEmpty else { continue }
-            let operations = items.map(\.operation)
-            inFlight.withLock { inFlight in for signed in operations { inFlight.insert(signed.id) } }
-            do {
-                let applied = try await mailbox.receive(operations)
-                let new = Set(applied.newOperations)
-                // Only commits of new operations appear on the change stream.
-                inFlight.withLock { inFlight in for signed in operations where !new.contains(signed.id) { inFlight.remove(signed.id) } }
-                for outcome in outcomes(of: items, applied: applied) { feed(.stored(outcome)) }
-            } catch {
-                if error is CancellationError {
-                    // The node is stopping; peers offer them again next time.
-                    logger.debug("stopped before storing \(operations.count) received operation(s)")
-                } else {
-                    logger.error("cannot store \(operations.count) received operation(s): \(error)")
-                }
-                inFlight.withLock { inFlight in for signed in operations { inFlight.remove(signed.id) } }
-                // The core forgets it saw them, so they are taken again when offered again.
-                var bySource: [PeerID: [OperationID]] = [:]
-                for item in items { bySource[item.source, default: []].append(item.operation.id) }
-                for (source, ids) in bySource.sorted(by: { $0.key < $1.key }) {
-                    feed(.stored(StoreOutcome(summaries: [], stored: [], refused: ids, source: source)))
-                }
+            let writing = next
+            next = await withTaskGroup(of: CheckedItems?.self) { group in
+                if let writing { group.addTask { await self.store(writing); return nil } }
+                group.addTask { await self.takeAndCheck() }
+                var checked: CheckedItems?
+                for await result in group where result != nil { checked = result }
+                return checked
             }
-            unstored.stored()
+            if next == nil, unstored.isClosed { return }
         }
+    }
+
+    /// Received operations taken for one commit, with their signatures checked (or why the
+    /// check could not run: the store could not load its replica; the commit then fails).
+    struct CheckedItems: Sendable {
+        var items: [UnstoredOperations.Item]
+        var batch: Result<Store.CheckedBatch, any Error>
+    }
+
+    /// Waits for received operations and a flush interval, takes them and checks them.
+    private func takeAndCheck() async -> CheckedItems? {
+        await unstored.waitForOperations()
+        if unstored.isClosed { return nil }
+        try? await Task.sleep(for: configuration.flushInterval)
+        let items = unstored.take(configuration.maxFlushOperations)
+        guard !items.isEmpty else { return nil }
+        let operations = items.map(\.operation)
+        inFlight.withLock { inFlight in for signed in operations { inFlight.insert(signed.id) } }
+        return CheckedItems(items: items, batch: Result { try mailbox.store.checkSignatures(operations) })
+    }
+
+    /// Stores one checked batch and reports the outcome to the core.
+    private func store(_ checked: CheckedItems) async {
+        let items = checked.items
+        let operations = items.map(\.operation)
+        do {
+            let applied = try await mailbox.receive(checked.batch.get())
+            let new = Set(applied.newOperations)
+            // Only commits of new operations appear on the change stream.
+            inFlight.withLock { inFlight in for signed in operations where !new.contains(signed.id) { inFlight.remove(signed.id) } }
+            for outcome in outcomes(of: items, applied: applied) { feed(.stored(outcome)) }
+        } catch {
+            if error is CancellationError {
+                // The node is stopping; peers offer them again next time.
+                logger.debug("stopped before storing \(operations.count) received operation(s)")
+            } else {
+                logger.error("cannot store \(operations.count) received operation(s): \(error)")
+            }
+            inFlight.withLock { inFlight in for signed in operations { inFlight.remove(signed.id) } }
+            // The core forgets it saw them, so they are taken again when offered again.
+            var bySource: [PeerID: [OperationID]] = [:]
+            for item in items { bySource[item.source, default: []].append(item.operation.id) }
+            for (source, ids) in bySource.sorted(by: { $0.key < $1.key }) {
+                feed(.stored(StoreOutcome(summaries: [], stored: [], refused: ids, source: source)))
+            }
+        }
+        unstored.stored()
     }
 
     /// One outcome per source peer (what it sent that was new, duplicate, pending, refused),

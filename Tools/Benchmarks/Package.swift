@@ -28,13 +28,14 @@ let package = Package(
                 .plugin(name: "BenchmarkPlugin", package: "benchmark")
             ]
         ),
-        /// The mesh's end-to-end benchmarks: real `weft node` processes on loopback, and
-        /// in-process nodes where a figure needs the replicator's counters. Run it with
+        /// The mesh's end-to-end benchmarks: real `weft node` processes on loopback (the
+        /// spread's through LocalMesh). Run it with
         /// `./Tools/bench-mesh` (it needs the release `weft` binary next to it).
         .executableTarget(
             name: "MeshBenchmarks",
             dependencies: [
                 .product(name: "Weft", package: "weft"),
+                .product(name: "WeftTestKit", package: "weft"),
                 .product(name: "WeftNode", package: "weft"),
                 .product(name: "WeftControl", package: "weft"),
                 .product(name: "WeftStore", package: "weft"),

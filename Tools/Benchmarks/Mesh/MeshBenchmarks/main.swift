@@ -96,17 +96,17 @@ if selected.contains("catch-up") {
 
 if selected.contains("spread") {
     let benchmark = Spread(nodes: 20, messages: spreadMessages ?? (quick ? 200 : 2_000))
-    log("spread: \(benchmark.nodes) in-process nodes, \(benchmark.messages) messages...")
-    let result = try await benchmark.run()
-    log("spread: \(format(result.elapsed.seconds, 2)) s; \(result.operations) operations; \(format(result.receptionsPerOperation, 2)) receptions per op per node; \(result.duplicates) duplicates, \(result.grafts) grafts")
-    let totals = result.statistics
-    log("spread: pushed \(totals.operationsPushed), announced \(totals.operationsAnnounced), prunes \(totals.prunesSent), cause requests \(totals.causeRequests), reconciliation requests \(totals.reconciliationRequests) in \(totals.reconciliations) reconciliations, logs sent from the store \(totals.logsSentFromStore), messages not queued \(totals.messagesNotQueued)")
+    log("spread: \(benchmark.nodes) node processes (LocalMesh), \(benchmark.messages) messages...")
+    let result = try await benchmark.run(weft: weftBinary)
+    let counters = result.counters
+    log("spread: \(format(result.elapsed.seconds, 2)) s; \(result.operations) operations; \(format(result.receptionsPerOperation, 2)) receptions per op per node")
+    log("spread: " + counters.sorted(by: { $0.key < $1.key }).map { "\($0.key) \($0.value)" }.joined(separator: ", "))
     rows.append(Row(
-        benchmark: "Spread: \(result.nodes) in-process nodes, degree 3, \(result.messages) messages at random nodes, until all hold all",
+        benchmark: "Spread: \(result.nodes) node processes (LocalMesh), degree 3, \(result.messages) messages at random nodes, until all hold all",
         figure: "\(format(result.elapsed.seconds, 2)) s (\(format(Double(result.messages) / result.elapsed.seconds)) msgs/s)",
         goal: "-", limit: "-", met: nil))
     rows.append(Row(
-        benchmark: "Spread: receptions per operation per node (\(result.operations) operations incl. receipts; \(result.duplicates) duplicates, \(result.grafts) grafts)",
+        benchmark: "Spread: receptions per operation per node (\(result.operations) operations incl. receipts; \(counters["duplicatesReceived", default: 0]) duplicates, \(counters["grafts", default: 0]) grafts)",
         figure: format(result.receptionsPerOperation, 2), goal: "<= 1.2", limit: "1.0 (gossipsub ~3)",
         met: result.receptionsPerOperation <= 1.2))
 }

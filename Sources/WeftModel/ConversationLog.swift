@@ -114,6 +114,9 @@ struct ConversationLog: Sendable {
     private(set) var metadata: [String: MetadataValue] = [:]
     private(set) var messages: [OperationID: Message] = [:]
     private(set) var deleted: Set<OperationID> = []
+    /// The live messages (in `messages`, not `deleted`) in their order (SPEC.md §13.5), for
+    /// positions in O(log n) (`ConversationLog+Order.swift`).
+    private(set) var messageOrder = MessageOrder()
     private(set) var delivered: [OperationID: Set<UserID>] = [:]
     private(set) var read: [OperationID: Set<UserID>] = [:]
     private(set) var watermarks: [UserID: VersionVector] = [:]
@@ -365,6 +368,7 @@ struct ConversationLog: Sendable {
         case .postMessage(let parts, let options):
             messages[entry.id] = Message(
                 id: entry.id, sender: op.author, timestamp: op.timestamp, parts: parts, options: options, clock: clock)
+            if !deleted.contains(entry.id) { messageOrder.insert(MessageOrder.Key(op.timestamp, op.author, entry.id)) }
         case .delivered(let ids):
             for message in ids { delivered[message, default: []].insert(op.author) }
         case .read(let ids):
@@ -372,7 +376,9 @@ struct ConversationLog: Sendable {
         case .markAllRead:
             watermarks[op.author, default: VersionVector()].formJoin(clock)
         case .deleteMessage(let message):
-            deleted.insert(message)
+            if deleted.insert(message).inserted, let gone = messages[message] {
+                messageOrder.remove(MessageOrder.Key(gone.timestamp, gone.sender, gone.id))
+            }
         }
     }
 
@@ -386,6 +392,7 @@ struct ConversationLog: Sendable {
         metadata = [:]
         messages = [:]
         deleted = []
+        messageOrder = MessageOrder()
         delivered = [:]
         read = [:]
         watermarks = [:]

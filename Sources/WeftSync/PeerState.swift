@@ -73,12 +73,6 @@ struct PeerState: Sendable {
         var roundsLeft: Int
         /// Differing conversations settled and not asked for yet.
         var found: Set<ConversationID> = []
-        /// Anti-entropy intervals begun with this peer; the first is the one on connect.
-        var interval = 0
-        /// Busy logs not asked for in this interval, and in the one before (those are asked
-        /// for when found again: SPEC.md §14.10).
-        var deferred: Set<ConversationID> = []
-        var deferredBefore: Set<ConversationID> = []
     }
 
     /// Whether the peer is known to hold `operation` (or another operation in its slot: a

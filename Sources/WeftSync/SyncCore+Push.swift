@@ -13,7 +13,6 @@ extension SyncCore {
         var newlyPublished: Set<ConversationID> = []
         var storedPerLog: [ConversationID: Int] = [:]
         for signed in outcome.stored { storedPerLog[signed.operation.conversation, default: 0] += 1 }
-        for conversation in storedPerLog.keys { lastStoredAt[conversation] = now }
         var released = 0
         for summary in outcome.summaries {
             let conversation = summary.conversation

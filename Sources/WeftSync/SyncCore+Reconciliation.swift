@@ -16,10 +16,6 @@ extension SyncCore {
         requestFound(from: peer)
         peers[peer]?.lastReconciliation = now
         peers[peer]?.reconciliation.roundsLeft = configuration.maxReconciliationRoundsPerInterval
-        peers[peer]?.reconciliation.interval += 1
-        let deferred = peers[peer]?.reconciliation.deferred ?? []
-        peers[peer]?.reconciliation.deferredBefore = deferred
-        peers[peer]?.reconciliation.deferred = []
         guard startsReconciliation(with: state.user) else { return }
         statistics.reconciliations += 1
         send(.have(Reconciler(set: reconciliationSet).initiate()), to: peer)
@@ -70,25 +66,10 @@ extension SyncCore {
         requestDiffering(differing, from: peer)
     }
 
-    /// Asks the peer for the differing logs the reconciliation with it has found so far, but
-    /// for busy ones in anti-entropy (§14.10): a log this node stored into within the last two
-    /// graft timeouts is most likely being pushed, so it waits for the next interval's
-    /// reconciliation (once: deferred in the interval before, it is asked for).
+    /// Asks the peer for the differing logs the reconciliation with it has found so far.
     private mutating func requestFound(from peer: PeerID) {
-        guard var progress = peers[peer]?.reconciliation, !progress.found.isEmpty else { return }
-        var found = progress.found
-        if progress.interval > 1 {
-            let quiet = 2 * graftTimeout
-            let busy = found.filter { conversation in
-                guard !progress.deferredBefore.contains(conversation), let stored = lastStoredAt[conversation] else { return false }
-                return now < stored + quiet
-            }
-            found.subtract(busy)
-            progress.deferred.formUnion(busy)
-        }
-        progress.found = []
-        peers[peer]?.reconciliation = progress
-        guard !found.isEmpty else { return }
+        guard let found = peers[peer]?.reconciliation.found, !found.isEmpty else { return }
+        peers[peer]?.reconciliation.found = []
         // HAVE carries no activity: this node's own, where it holds the log.
         var differing: [ConversationID: HLCTimestamp] = [:]
         for conversation in found { differing[conversation] = logs[conversation]?.lastActivity ?? HLCTimestamp(rawValue: 0) }

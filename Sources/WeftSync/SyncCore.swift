@@ -30,9 +30,6 @@ public struct SyncCore: Sendable {
     /// Operations grafted lately, with when they were first announced: a push of one that
     /// arrives after all says how late pushes are. Bounded (cleared past 4,096).
     var grafted: [OperationID: UInt64] = [:]
-    /// When this node last stored an operation in each log (the time of the tick before):
-    /// a log stored into lately is busy, and anti-entropy leaves it to push (§14.10).
-    var lastStoredAt: [ConversationID: UInt64] = [:]
     /// The time of the last tick.
     var now: UInt64 = 0
     public internal(set) var statistics = SyncStatistics()

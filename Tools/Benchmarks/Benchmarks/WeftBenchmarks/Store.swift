@@ -201,7 +201,7 @@ final class StoreCopy: Sendable {
     let directory: URL
 
     init(of source: URL) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("weft-bench-write-\(UUID().uuidString)")
+        directory = ScratchDirectories.make("weft-bench-write")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         for file in try FileManager.default.contentsOfDirectory(atPath: source.path) where file.hasPrefix(Store.fileName) {
             try FileManager.default.copyItem(at: source.appendingPathComponent(file), to: directory.appendingPathComponent(file))
@@ -315,7 +315,7 @@ final class ApplyFixture: @unchecked Sendable {
     private let directory: URL
 
     init(batches: [[SignedOperation]]) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("weft-bench-apply-\(UUID().uuidString)")
+        directory = ScratchDirectories.make("weft-bench-apply")
         store = try Store(directory: directory, localUser: StoreFixtures.local.publicKey)
         self.batches = batches
     }
@@ -345,7 +345,7 @@ final class ConcurrentApplyFixture: @unchecked Sendable {
     private let directory: URL
 
     init(streams: [[[SignedOperation]]]) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("weft-bench-apply2-\(UUID().uuidString)")
+        directory = ScratchDirectories.make("weft-bench-apply2")
         store = try Store(directory: directory, localUser: StoreFixtures.local.publicKey)
         self.streams = streams
     }

@@ -94,7 +94,7 @@ final class CatchUpFixture: @unchecked Sendable {
     private let directory: URL
 
     init(batches: [[SignedOperation]]) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("weft-bench-catchup-\(UUID().uuidString)")
+        directory = ScratchDirectories.make("weft-bench-catchup")
         let store = try Store(directory: directory, localUser: StoreFixtures.local.publicKey)
         mailbox = try Mailbox(store: store, identity: StoreFixtures.local, wallClock: { StoreFixtures.wallMilliseconds })
         self.batches = batches

@@ -11,6 +11,7 @@ let benchmarks: @Sendable () -> Void = {
         maxDuration: .seconds(2),
         maxIterations: 1_000_000
     )
+    Benchmark.teardown = { ScratchDirectories.removeAll() }
 
     registerHandshakeBenchmarks()
     registerTransportBenchmarks()

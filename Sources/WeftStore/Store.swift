@@ -181,7 +181,7 @@ public final class Store: Sendable {
     /// (accepted, pending, rejected with its reason) and the rows of every conversation and
     /// message that changed.
     public func apply(received operations: [SignedOperation], wallMilliseconds: UInt64) async throws -> Applied {
-        try await apply(received: operations, wallMilliseconds: wallMilliseconds, acknowledgingWith: nil)
+        try await apply(received: checkSignatures(operations), wallMilliseconds: wallMilliseconds, acknowledgingWith: nil)
     }
 
     /// Received operations whose signatures have been checked (`checkSignatures(_:)`), ready
@@ -212,15 +212,9 @@ public final class Store: Sendable {
         try await apply(received: batch, wallMilliseconds: wallMilliseconds, acknowledgingWith: nil)
     }
 
-    /// Applies received operations; with `signer`, also the local user's delivered receipts
-    /// for the new messages addressed to them, in the same transaction (`Store+Delivery`).
-    func apply(
-        received operations: [SignedOperation], wallMilliseconds: UInt64, acknowledgingWith signer: LocalSigner?
-    ) async throws -> Applied {
-        try await apply(received: checkSignatures(operations), wallMilliseconds: wallMilliseconds, acknowledgingWith: signer)
-    }
-
-    /// Applies received operations checked beforehand; with `signer`, as above.
+    /// Applies received operations checked beforehand; with `signer`, also the local user's
+    /// delivered receipts for the new messages addressed to them, in the same transaction
+    /// (`Store+Delivery`).
     func apply(
         received batch: CheckedBatch, wallMilliseconds: UInt64, acknowledgingWith signer: LocalSigner?
     ) async throws -> Applied {

@@ -82,13 +82,14 @@ extension LocalMesh {
     }
 }
 
-/// A small seeded generator (SplitMix64), so a random topology is the same on every run.
-struct SplitMix64: RandomNumberGenerator {
+/// A small seeded generator (SplitMix64), so a random topology (or a test's random choices)
+/// is the same on every run.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { state = seed }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

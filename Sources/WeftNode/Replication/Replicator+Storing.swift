@@ -34,6 +34,8 @@ extension Replicator {
         var next: CheckedItems?
         while !Task.isCancelled {
             let writing = next
+            // Two child tasks at most, both awaited before the next round: the checker is
+            // never more than one batch ahead, and nothing outlives the storer.
             next = await withTaskGroup(of: CheckedItems?.self) { group in
                 if let writing { group.addTask { await self.store(writing); return nil } }
                 group.addTask { await self.takeAndCheck() }

@@ -41,7 +41,7 @@ struct Spread {
             var generator = SplitMix64(seed: seed)
             let start = ContinuousClock.now
             for index in 0..<messages {
-                let poster = mesh.nodes[Int(generator.next() % UInt64(nodes))]
+                let poster = mesh.nodes[Int.random(in: 0..<nodes, using: &generator)]
                 _ = try await poster.send("message \(index)", in: conversation)
             }
             try await waitUntil("every node to hold \(messages) messages", seconds: 600, interval: .milliseconds(20)) {
@@ -69,18 +69,5 @@ struct Spread {
                 nodes: nodes, messages: messages, elapsed: elapsed, operations: Int(settled.held),
                 receptionsPerOperation: Double(received) / Double(Int(settled.held) * (nodes - 1)), counters: counters)
         }
-    }
-}
-
-/// A small seeded generator (SplitMix64), so a run posts at the same nodes every time.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -86,7 +86,7 @@ let package = Package(
         ),
         .target(
             name: "WeftSync",
-            dependencies: ["WeftWire", "WeftModel", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: ["WeftWire", "WeftModel", "WeftCompression", .product(name: "NIOCore", package: "swift-nio")]
         ),
         /// The control protocol between the CLI and a running node (SPEC.md §15): frames,
         /// requests, responses and the handler a daemon implements; no sockets.
@@ -172,7 +172,9 @@ let package = Package(
         ),
         .testTarget(
             name: "WeftSyncTests",
-            dependencies: ["WeftSync", "WeftWire", "WeftModel", "WeftCrypto", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: [
+                "WeftSync", "WeftWire", "WeftModel", "WeftCrypto", "WeftCompression", .product(name: "NIOCore", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "WeftNodeTests",

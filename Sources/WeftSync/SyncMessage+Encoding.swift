@@ -221,6 +221,10 @@ extension SyncMessage {
             self = .ihave(announcements)
         case .prune:
             self = .prune
+        case .compressed:
+            // Only the connection's stream can decode it (§14.11): one here was not passed
+            // through a `SyncStreamDecoder`, or was nested in another COMPRESSED message.
+            throw .invalidBody(.compressed, "a COMPRESSED message must hold a message of another type")
         }
         try reader.expectEnd()
     }

@@ -12,6 +12,7 @@ public struct SyncMessageError: Error, Hashable, Sendable, CustomStringConvertib
         case trailingBytes(SyncMessageType, Int)
         case invalidBody(SyncMessageType, String)
         case invalidOperation(index: Int, String)
+        case invalidCompression(String)
     }
 
     private let kind: Kind
@@ -32,6 +33,10 @@ public struct SyncMessageError: Error, Hashable, Sendable, CustomStringConvertib
     /// An OPERATIONS body whose operation at `index` is not a well-formed §12.1 wire form.
     public static func invalidOperation(index: Int, _ reason: String) -> Self { Self(.invalidOperation(index: index, reason)) }
 
+    /// A COMPRESSED body the connection's zstd stream cannot decode to one whole message
+    /// within the limits of §14.11.
+    public static func invalidCompression(_ reason: String) -> Self { Self(.invalidCompression(reason)) }
+
     /// The error's name in the vector files (`Protocol/vectors/sync-messages.json`).
     var vectorName: String {
         switch kind {
@@ -42,13 +47,14 @@ public struct SyncMessageError: Error, Hashable, Sendable, CustomStringConvertib
         case .trailingBytes: "trailingBytes"
         case .invalidBody: "invalidBody"
         case .invalidOperation: "invalidOperation"
+        case .invalidCompression: "invalidCompression"
         }
     }
 
     /// The code of the ERROR frame that answers this input from a peer.
     public var code: ErrorCode {
         switch kind {
-        case .empty, .tooLarge, .truncated, .trailingBytes, .invalidBody, .invalidOperation: .malformedSyncMessage
+        case .empty, .tooLarge, .truncated, .trailingBytes, .invalidBody, .invalidOperation, .invalidCompression: .malformedSyncMessage
         case .unknownType: .unknownSyncMessageType
         }
     }
@@ -64,6 +70,7 @@ public struct SyncMessageError: Error, Hashable, Sendable, CustomStringConvertib
         case .trailingBytes(let type, let count): "malformed \(type) message: \(count) bytes after the last field"
         case .invalidBody(let type, let reason): "malformed \(type) message: \(reason)"
         case .invalidOperation(let index, let reason): "malformed OPERATIONS message: operation \(index): \(reason)"
+        case .invalidCompression(let reason): "malformed COMPRESSED message: \(reason)"
         }
     }
 }

@@ -14,6 +14,9 @@ public enum SyncMessageType: UInt8, Hashable, Sendable, CaseIterable, CustomStri
     case prune = 0x06
     /// Each published log's digest: the simple reconciliation for small stores (§14.4).
     case summary = 0x07
+    /// Another sync message, compressed in the connection's zstd stream (§14.11). Read by
+    /// `SyncStreamDecoder`, never by `SyncMessage(payload:)`.
+    case compressed = 0x08
 
     public var description: String {
         switch self {
@@ -24,6 +27,7 @@ public enum SyncMessageType: UInt8, Hashable, Sendable, CaseIterable, CustomStri
         case .ihave: "IHAVE"
         case .prune: "PRUNE"
         case .summary: "SUMMARY"
+        case .compressed: "COMPRESSED"
         }
     }
 }

@@ -9,6 +9,7 @@ import WeftModel
 import WeftNode
 import WeftStore
 import WeftSync
+import WeftWire
 import WeftTestKit
 
 /// A peer inside the mesh (it has the mesh key) that sends a forged operation: the node it
@@ -80,6 +81,32 @@ extension LocalMeshTests {
     }
 }
 
+extension LocalMeshTests {
+    @Test("a peer whose COMPRESSED message does not decode loses its connection (ERROR 6); the node and the mesh go on")
+    func badCompressedPiece() async throws {
+        try await LocalMesh.with(nodes: 2, topology: .line) { mesh in
+            try await mesh.waitUntilLinked()
+            let (a, b) = (mesh.nodes[0], mesh.nodes[1])
+            let attacker = try await AttackingPeer(meshKeyFrom: a.home, dialing: try #require(a.address))
+            defer { attacker.stop() }
+            try await attacker.waitUntilConnected(to: a.user)
+
+            // A plain message first (so the stream is fresh), then a piece zstd cannot read.
+            try await attacker.send(.prune, to: a.user)
+            try await attacker.sendPayload([0x08] + Array("not a zstd stream at all".utf8), to: a.user)
+            let end = try await attacker.waitForConnectionEnd(with: a.user)
+            #expect(end.kind == .peerReportedError)
+            #expect(end.detail.contains("COMPRESSED"), "\(end.detail)")
+
+            // a keeps its other link: a message crosses it, compressed both ways.
+            #expect(a.isRunning)
+            let chat = try await a.createConversation(with: [b.user])
+            let sent = try await a.send(String(repeating: "a message long enough to be compressed ", count: 4), in: chat.id)
+            _ = try await b.wait(for: .message(sent), timeout: .seconds(30))
+        }
+    }
+}
+
 private func now() -> HLCTimestamp { HLCTimestamp(milliseconds: UInt64(Date().timeIntervalSince1970 * 1000), counter: 0) }
 
 /// An in-process `MeshNode` with the mesh's key and an identity of its own, that sends sync
@@ -92,9 +119,11 @@ private final class AttackingPeer: Sendable {
     private let events: Task<Void, Never>
     private let authenticated = Authenticated()
 
-    /// Peers whose connection authenticated, recorded by the events task.
+    /// Peers whose connection authenticated, and how connections ended, recorded by the
+    /// events task.
     private final class Authenticated: Sendable {
         let peers = Mutex(Set<PublicIdentity>())
+        let ends = Mutex([PublicIdentity: ConnectionEnd]())
     }
 
     var user: UserID { identity.publicKey }
@@ -115,7 +144,11 @@ private final class AttackingPeer: Sendable {
         runner = Task { try await node.run() }
         events = Task {
             for await event in node.events {
-                if case .peerAuthenticated(let info, _, _) = event { authenticated.peers.withLock { _ = $0.insert(info.identity) } }
+                switch event {
+                case .peerAuthenticated(let info, _, _): authenticated.peers.withLock { _ = $0.insert(info.identity) }
+                case .connectionEnded(let info?, _, let end): authenticated.ends.withLock { $0[info.identity] = end }
+                default: break
+                }
             }
         }
     }
@@ -148,6 +181,24 @@ private final class AttackingPeer: Sendable {
 
     func send(_ message: SyncMessage, to peer: PublicIdentity) async throws {
         try await node.send(message.payload, to: peer)
+    }
+
+    /// Sends a DATA payload of its choosing, sync message or not.
+    func sendPayload(_ payload: [UInt8], to peer: PublicIdentity) async throws {
+        try await node.send(ByteBuffer(bytes: payload), to: peer)
+    }
+
+    /// How the first connection with `peer` that ended, ended.
+    func waitForConnectionEnd(with peer: PublicIdentity) async throws -> ConnectionEnd {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while true {
+            if let end = authenticated.ends.withLock({ $0[peer] }) { return end }
+            guard ContinuousClock.now < deadline else {
+                Issue.record("the connection with \(peer) did not end within 30 s")
+                throw CancellationError()
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
     }
 
     func stop() {

@@ -61,11 +61,13 @@ extension Replicator {
         links.jobs.removeValue(forKey: peer)?.finish()
     }
 
-    /// The writer: one message at a time, each sent once the previous one left.
+    /// The writer: one message at a time, each sent once the previous one left, through this
+    /// connection's compressed stream (§14.11), which is why one task writes them all.
     private func write(_ outbox: PeerOutbox, peer: PeerID) async {
+        let stream = SyncStreamEncoder()
         while let message = await outbox.next() {
             do {
-                try await node.send(message, to: outbox.peer)
+                try await node.send(stream.encode(message), to: outbox.peer)
             } catch {
                 logger.debug("cannot write to \(outbox.peer): \(error)")
             }

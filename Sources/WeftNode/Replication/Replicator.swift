@@ -131,20 +131,26 @@ public final class Replicator: Service, Sendable {
     // MARK: - Node events
 
     private func consumeEvents() async {
+        // Each connection's incoming compressed stream (§14.11), begun with the connection.
+        var streams: [PublicIdentity: SyncStreamDecoder] = [:]
         for await event in node.events {
             observer(event)
             switch event {
             case .peerAuthenticated(let info, _, _):
+                streams[info.identity] = SyncStreamDecoder()
                 let (peer, replaced) = connect(info.identity)
                 if let replaced { feed(.disconnected(replaced)) }
                 feed(.connected(peer, user: info.identity))
             case .connectionEnded(let info?, _, _):
-                if let peer = disconnect(info.identity) { feed(.disconnected(peer)) }
+                if let peer = disconnect(info.identity) {
+                    streams[info.identity] = nil
+                    feed(.disconnected(peer))
+                }
             case .data(let identity, let payload):
-                guard let peer = links.withLock({ $0.peers[identity] }) else { continue }
+                guard let peer = links.withLock({ $0.peers[identity] }), let stream = streams[identity] else { continue }
                 let message: SyncMessage
                 do {
-                    message = try SyncMessage(payload: payload)
+                    message = try SyncMessage(payload: stream.decode(payload))
                 } catch {
                     logger.warning("closing the connection with \(identity): \(error)")
                     node.fail(identity, code: error.code, reason: error.description)

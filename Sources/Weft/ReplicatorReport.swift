@@ -16,6 +16,7 @@ struct ReplicatorReport: ReplicationReport {
         let statistics = replicator.statistics
         let counters: [(String, Int)] = [
             ("operationsReceived", statistics.operationsReceived), ("duplicatesReceived", statistics.duplicatesReceived),
+            ("duplicatesAnswered", statistics.duplicatesAnswered),
             ("operationsPushed", statistics.operationsPushed), ("operationsAnnounced", statistics.operationsAnnounced),
             ("grafts", statistics.grafts), ("prunesSent", statistics.prunesSent),
             ("operationsDropped", statistics.operationsDropped), ("messagesNotQueued", statistics.messagesNotQueued),

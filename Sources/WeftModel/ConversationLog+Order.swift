@@ -37,6 +37,17 @@ struct MessageOrder: Sendable {
         return low
     }
 
+    /// The keys `key` precedes, in order: the messages after it.
+    func keys(after key: Key) -> ArraySlice<Key> {
+        var low = 0
+        var high = keys.count
+        while low < high {
+            let middle = (low + high) / 2
+            if key.precedes(keys[middle]) { high = middle } else { low = middle + 1 }
+        }
+        return keys[low...]
+    }
+
     mutating func insert(_ key: Key) {
         if let last = keys.last, !last.precedes(key) {
             keys.insert(key, at: countPreceding(key))

@@ -130,8 +130,7 @@ extension Replica {
             else { return nil }
             switch op.body {
             case .postMessage:
-                guard let canonical = canonicalOf[op.conversation] else { continue }  // it will wait for its creation
-                if let latest = snapshots[canonical]?.lastMessageAt, op.timestamp <= latest { return nil }
+                break  // after the latest, or among earlier ones (those after it move on by one)
             case .delivered(let ids), .read(let ids):
                 named += ids.map { (op.conversation, $0) }
             case .setMetadata:
@@ -161,34 +160,34 @@ extension Replica {
         return result
     }
 
-    /// Adds to the views what a group's batch changed when that is only appended messages,
+    /// Adds to the views what a group's batch changed when that is only posted messages,
     /// receipts and metadata (`changed`): the conversation as it is now, derived from `was`,
-    /// and the new and receipted messages on both sides. False, adding nothing, when a new
-    /// message does not come after every message the group had (others moved).
+    /// and on both sides the posted and receipted messages and the messages a posted one came
+    /// before (their positions moved on). Posted messages mostly come after every message the
+    /// group had, so those are few. Always true: the caller's other cases need complete views.
     private func addChanges(
         _ changed: ChangedMessages, in canonical: ConversationID, was: ConversationSnapshot,
         prior: (ConversationID, OperationID, ConversationSnapshot) -> (snapshot: MessageSnapshot, wasUnread: Bool)?,
         position known: (OperationID) -> Int?, old: inout View, new: inout View
     ) -> Bool {
-        let appended = changed.appended.sorted {
-            MessageSnapshot.precedes(($0.1.timestamp, $0.1.sender, $0.1.id), ($1.1.timestamp, $1.1.sender, $1.1.id))
-        }
-        if let latest = was.lastMessageAt, let first = appended.first, first.1.timestamp <= latest { return false }
+        let posted = changed.appended.map { MessageOrder.Key($0.1.timestamp, $0.1.sender, $0.1.id) }.sorted { $0.precedes($1) }
+        let postedIDs = Set(posted.map(\.id))
+        let groupLogs = ([canonical] + was.mergedIDs).map { logs[$0]! }
 
         // The conversation: only counts, the latest message and metadata can have moved.
         var now = was
-        now.messageCount += appended.count
-        if let last = appended.last { now.lastMessageAt = last.1.timestamp }
+        now.messageCount += posted.count
+        if let last = posted.last, was.lastMessageAt.map({ $0 < last.timestamp }) ?? true { now.lastMessageAt = last.timestamp }
         var metadata: [String: ConversationLog.MetadataValue] = [:]
-        for id in [canonical] + was.mergedIDs {
-            for (key, value) in logs[id]!.metadata {
+        for log in groupLogs {
+            for (key, value) in log.metadata {
                 if let current = metadata[key], !ConversationLog.lastWriterWins(value, over: current) { continue }
                 metadata[key] = value
             }
         }
         now.metadata = metadata.compactMapValues(\.value)
         if let user = localUser {
-            for (log, message) in appended where message.sender != user && !Self.hasRead(user, message, in: log) {
+            for (log, message) in changed.appended where message.sender != user && !Self.hasRead(user, message, in: log) {
                 now.unreadCount += 1
             }
             for (logID, id) in changed.receipted {
@@ -198,24 +197,61 @@ extension Replica {
         }
         new.conversations[canonical] = now
 
-        for (rank, (log, message)) in appended.enumerated() {
+        // Messages that were there before and whose snapshots change: those receipts named,
+        // and those a posted message now precedes.
+        var kept: [OperationID: (ConversationLog, ConversationLog.Message)] = [:]
+        for (logID, id) in changed.receipted {
+            guard let log = logs[logID], let message = log.messages[id], !log.deleted.contains(id) else { continue }
+            kept[id] = (log, message)
+        }
+        if let first = posted.first {
+            for log in groupLogs {
+                for key in log.messageOrder.keys(after: first) where !postedIDs.contains(key.id) {
+                    if kept[key.id] == nil, let message = log.messages[key.id] { kept[key.id] = (log, message) }
+                }
+            }
+        }
+
+        // Positions now; a kept message's position before is that less the posted messages
+        // before it. Posted messages after every earlier one follow the count before.
+        let postedAfterAll = posted.first.map { first in groupLogs.allSatisfy { $0.messageOrder.keys(after: first).allSatisfy { postedIDs.contains($0.id) } } } ?? true
+        var postedPositions: [OperationID: Int] = [:]
+        if postedAfterAll {
+            for (rank, key) in posted.enumerated() { postedPositions[key.id] = was.messageCount + rank }
+        } else {
+            postedPositions = Self.positions(of: changed.appended.map(\.1), among: groupLogs, known: { _ in nil })
+        }
+        for (log, message) in changed.appended {
             new.messages[message.id] = Self.snapshot(
-                of: message, in: log, conversation: canonical, participants: now.participants, position: was.messageCount + rank)
+                of: message, in: log, conversation: canonical, participants: now.participants, position: postedPositions[message.id]!)
         }
-        // Receipted messages kept their positions: count what comes before each.
-        let receipted = changed.receipted.compactMap { logID, id -> (ConversationLog, ConversationLog.Message)? in
-            guard let log = logs[logID], let message = log.messages[id], !log.deleted.contains(id) else { return nil }
-            return (log, message)
+        func postedBefore(_ key: MessageOrder.Key) -> Int {
+            var low = 0
+            var high = posted.count
+            while low < high {
+                let middle = (low + high) / 2
+                if posted[middle].precedes(key) { low = middle + 1 } else { high = middle }
+            }
+            return low
         }
-        let positions = Self.positions(of: receipted.map(\.1), among: ([canonical] + was.mergedIDs).map { logs[$0]! }, known: known)
-        for (log, message) in receipted {
+        let keptMessages = Array(kept.values)
+        let positions = Self.positions(
+            of: keptMessages.map(\.1), among: groupLogs,
+            known: { id in
+                // The caller knows positions before the batch.
+                guard let before = known(id), let (_, message) = kept[id] else { return nil }
+                return before + postedBefore(MessageOrder.Key(message.timestamp, message.sender, message.id))
+            })
+        for (log, message) in keptMessages {
             let position = positions[message.id]!
+            let positionBefore = position - postedBefore(MessageOrder.Key(message.timestamp, message.sender, message.id))
             new.messages[message.id] = Self.snapshot(
                 of: message, in: log, conversation: canonical, participants: now.participants, position: position)
-            if var earlier = prior(log.id, message.id, was)?.snapshot {
-                earlier.position = position
-                old.messages[message.id] = earlier
-            }
+            // Not receipted: only its position moved.
+            var earlier = prior(log.id, message.id, was)?.snapshot
+                ?? Self.snapshot(of: message, in: log, conversation: canonical, participants: was.participants, position: 0)
+            earlier.position = positionBefore
+            old.messages[message.id] = earlier
         }
         return true
     }

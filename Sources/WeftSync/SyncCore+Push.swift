@@ -161,6 +161,7 @@ extension SyncCore {
             fresh.append(signed)
         }
         statistics.duplicatesReceived += duplicates
+        if !message.isPush { statistics.duplicatesAnswered += duplicates }
         if duplicates > 0, message.isPush, peers[peer]?.isEager == true {
             peers[peer]?.isEager = false
             statistics.prunesSent += 1

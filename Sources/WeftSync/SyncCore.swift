@@ -148,6 +148,9 @@ public struct SyncStatistics: Sendable, Hashable {
     public var operationsReceived = 0
     /// Arrivals of operations already held (seen by the core, or reported by the store).
     public var duplicatesReceived = 0
+    /// Of those, the ones seen by the core in OPERATIONS that were not pushed (answers to
+    /// WANT, logs published or sent from the store).
+    public var duplicatesAnswered = 0
     /// Operations sent in pushed OPERATIONS.
     public var operationsPushed = 0
     /// Operations announced in IHAVE.

@@ -172,6 +172,8 @@ extension Replica {
     ) -> Bool {
         let posted = changed.appended.map { MessageOrder.Key($0.1.timestamp, $0.1.sender, $0.1.id) }.sorted { $0.precedes($1) }
         let postedIDs = Set(posted.map(\.id))
+        var postedOrder = MessageOrder()
+        for key in posted { postedOrder.insert(key) }
         let groupLogs = ([canonical] + was.mergedIDs).map { logs[$0]! }
 
         // The conversation: only counts, the latest message and metadata can have moved.
@@ -204,9 +206,11 @@ extension Replica {
             guard let log = logs[logID], let message = log.messages[id], !log.deleted.contains(id) else { continue }
             kept[id] = (log, message)
         }
+        var postedAfterAll = true
         if let first = posted.first {
             for log in groupLogs {
                 for key in log.messageOrder.keys(after: first) where !postedIDs.contains(key.id) {
+                    postedAfterAll = false
                     if kept[key.id] == nil, let message = log.messages[key.id] { kept[key.id] = (log, message) }
                 }
             }
@@ -214,7 +218,6 @@ extension Replica {
 
         // Positions now; a kept message's position before is that less the posted messages
         // before it. Posted messages after every earlier one follow the count before.
-        let postedAfterAll = posted.first.map { first in groupLogs.allSatisfy { $0.messageOrder.keys(after: first).allSatisfy { postedIDs.contains($0.id) } } } ?? true
         var postedPositions: [OperationID: Int] = [:]
         if postedAfterAll {
             for (rank, key) in posted.enumerated() { postedPositions[key.id] = was.messageCount + rank }
@@ -225,15 +228,7 @@ extension Replica {
             new.messages[message.id] = Self.snapshot(
                 of: message, in: log, conversation: canonical, participants: now.participants, position: postedPositions[message.id]!)
         }
-        func postedBefore(_ key: MessageOrder.Key) -> Int {
-            var low = 0
-            var high = posted.count
-            while low < high {
-                let middle = (low + high) / 2
-                if posted[middle].precedes(key) { low = middle + 1 } else { high = middle }
-            }
-            return low
-        }
+        func postedBefore(_ key: MessageOrder.Key) -> Int { postedOrder.countPreceding(key) }
         let keptMessages = Array(kept.values)
         let positions = Self.positions(
             of: keptMessages.map(\.1), among: groupLogs,

@@ -12,6 +12,10 @@ struct PeerState: Sendable {
     var heads: [ConversationID: VersionVector] = [:]
     /// Operations it holds past its known heads.
     var known: RecentIDs
+    /// Of those, the ones it said it holds itself (IHAVE, OPERATIONS from it), which answers
+    /// to its WANT leave out. `known` also counts what this node sent it, which a lost message
+    /// never brought; answers built on that would never repair the loss.
+    var confirmed: RecentIDs
     /// SUMMARY parts received, until the final one.
     var incomingSummary: [SyncMessage.Summary.Entry] = []
     /// The reconciliation with this peer: what it found so far, what it may still take.
@@ -53,6 +57,7 @@ struct PeerState: Sendable {
     init(user: UserID, knownCapacity: Int, now: UInt64) {
         self.user = user
         self.known = RecentIDs(capacity: knownCapacity)
+        self.confirmed = RecentIDs(capacity: knownCapacity)
         self.lastReconciliation = now
         self.reconciliation = ReconciliationProgress(roundsLeft: 0)
     }
@@ -92,6 +97,9 @@ struct PeerState: Sendable {
             known.insert(operation.id)
         }
     }
+
+    /// Records that the peer said it holds `id` (it announced it, or sent it).
+    mutating func confirm(_ id: OperationID) { confirmed.insert(id) }
 
     /// Records that the peer holds an operation in each slot of `range` (it acknowledged them):
     /// its head moves if the range starts at or below the slot after it. A range past a gap

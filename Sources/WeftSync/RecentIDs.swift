@@ -3,7 +3,7 @@ import WeftModel
 /// A set of operation identifiers that keeps only the newest `capacity` (first in, first
 /// out): a bounded memory of what was seen, O(1) per insert and lookup. Memory grows with
 /// use up to the capacity.
-struct RecentIDs: Sendable {
+struct RecentIDs: Sendable, Equatable {
     let capacity: Int
     private var members: Set<OperationID> = []
     /// Insertion order; once full, `next` is the oldest slot, overwritten next.
@@ -33,4 +33,20 @@ struct RecentIDs: Sendable {
     /// Forgets an identifier. Its slot stays until overwritten, which then removes nothing
     /// (or a later insertion of the same identifier, early: this is a cache, not a ledger).
     mutating func remove(_ id: OperationID) { members.remove(id) }
+}
+
+/// Operations a peer itself said it holds past its heads (it announced them, or sent them):
+/// what an answer to its WANT leaves out (SPEC.md §14.5). A snapshot; nothing this node sent
+/// the peer counts, since a message lost on the way would then never be repaired.
+public struct HeldOperations: Sendable, Equatable {
+    let ids: RecentIDs?
+
+    /// Nothing known held.
+    public init() { ids = nil }
+
+    init(_ ids: RecentIDs) { self.ids = ids.count == 0 ? nil : ids }
+
+    public func contains(_ id: OperationID) -> Bool { ids?.contains(id) ?? false }
+
+    public var isEmpty: Bool { ids == nil }
 }

@@ -33,7 +33,7 @@ extension SyncCore {
             peers[peer]?.behind.insert(conversation)
             return
         }
-        output.append(.sendStored(peer, conversation, beyond: beyond))
+        output.append(.sendStored(peer, conversation, beyond: beyond, skipping: HeldOperations(state.confirmed)))
         statistics.logsSentFromStore += 1
         // Counted as held from now on: if the operations are lost, anti-entropy finds out.
         peers[peer]?.record(beyond, in: conversation)

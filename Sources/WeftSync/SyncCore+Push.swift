@@ -139,6 +139,7 @@ extension SyncCore {
         for signed in message.operations {
             let op = signed.operation
             peers[peer]?.record(signed)
+            peers[peer]?.confirm(signed.id)
             let ownHead = logs[op.conversation]?.heads[op.author] ?? 0
             // A pushed operation in a slot held here is a duplicate. An asked-for one may be
             // the other half of a fork (§13.1), so only one seen lately counts.
@@ -189,6 +190,7 @@ extension SyncCore {
     mutating func receiveAnnouncements(_ announcements: [SyncMessage.Announcement], from peer: PeerID) {
         for announcement in announcements {
             peers[peer]?.known.insert(announcement.id)
+            peers[peer]?.confirm(announcement.id)
             learn(announcement.author, announcement.sequence, in: announcement.conversation)
             let ownHead = logs[announcement.conversation]?.heads[announcement.author] ?? 0
             guard announcement.sequence > ownHead, !recent.contains(announcement.id) else { continue }

@@ -29,8 +29,9 @@ public enum SyncAction: Sendable, Equatable {
     /// Verify and store these operations (`Mailbox.receive`), then report a `.stored` event.
     case apply([SignedOperation], from: PeerID)
     /// Read the held operations of the log above `beyond` from the store, in causal order,
-    /// and send them as OPERATIONS (not pushed) in messages that fit a DATA frame.
-    case sendStored(PeerID, ConversationID, beyond: VersionVector)
+    /// and send them as OPERATIONS (not pushed) in messages that fit a DATA frame, less those
+    /// in `skipping` (the peer said it holds them).
+    case sendStored(PeerID, ConversationID, beyond: VersionVector, skipping: HeldOperations)
     /// Read these operations from the store (those held) and send them as OPERATIONS. Issued
     /// whatever the peer's writability: a few operations a peer asked for by identifier.
     case sendStoredOperations(PeerID, [OperationID])

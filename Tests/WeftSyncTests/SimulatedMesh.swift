@@ -177,8 +177,9 @@ struct SimulatedMesh {
                     transmit(message, from: index, peer: peer)
                 case .apply(let operations, let source):
                     events.append(.stored(nodes[index].store.receive(operations, from: source)))
-                case .sendStored(let peer, let conversation, let beyond):
-                    sendAnswer(nodes[index].store.operations(in: conversation, beyond: beyond), from: index, peer: peer)
+                case .sendStored(let peer, let conversation, let beyond, let skipping):
+                    let operations = nodes[index].store.operations(in: conversation, beyond: beyond)
+                    sendAnswer(operations.filter { !skipping.contains($0.id) }, from: index, peer: peer)
                 case .sendStoredOperations(let peer, let ids):
                     sendAnswer(nodes[index].store.operations(ids: ids), from: index, peer: peer)
                 case .acknowledged, .dropped:

@@ -47,8 +47,8 @@ private struct CorePair {
                 switch action {
                 case .send(_, let message): transmit(message, to: 1 - node)
                 case .apply(let operations, let source): events.append(.stored(stores[node].receive(operations, from: source)))
-                case .sendStored(_, let conversation, let beyond):
-                    answer(stores[node].operations(in: conversation, beyond: beyond), to: 1 - node)
+                case .sendStored(_, let conversation, let beyond, let skipping):
+                    answer(stores[node].operations(in: conversation, beyond: beyond).filter { !skipping.contains($0.id) }, to: 1 - node)
                 case .sendStoredOperations(_, let ids): answer(stores[node].operations(ids: ids), to: 1 - node)
                 case .acknowledged, .dropped: break
                 case .close(_, let reason): Issue.record("node \(node) closes: \(reason)")

@@ -116,6 +116,30 @@ struct SyncCorePushTests {
         for peer: PeerID in [1, 2, 3] { #expect(next.pushes(to: peer) == [h.ops[5]]) }
     }
 
+    @Test("an answer past a WANT's heads leaves out what the peer said it holds, never what this node only sent it")
+    func answerSkipsWhatThePeerSaidItHolds() throws {
+        var h = try CoreHarness()
+        let conversation = h.ops[0].operation.conversation
+        _ = h.store(Array(h.ops[0...4]))  // pushed to every peer: sent, which proves nothing
+        _ = h.receive(.ihave([SyncMessage.Announcement(h.ops[4])]), from: 1)
+        _ = h.receive(.operations(SyncMessage.Operations(isPush: false, operations: [h.ops[3]])), from: 1)
+        var heads = VersionVector()
+        heads.set(SyncFixtures.users[0], 1)
+        let answer = h.receive(.want(SyncMessage.Want(entries: [SyncMessage.Want.Entry(conversation: conversation, beyond: heads)])), from: 1)
+        guard case .sendStored(1, conversation, beyond: heads, let skipping) = answer.first(where: {
+            if case .sendStored = $0 { true } else { false }
+        }) else {
+            Issue.record("the WANT is not answered from the store: \(answer)")
+            return
+        }
+        #expect(skipping.contains(h.ops[4].id))
+        #expect(skipping.contains(h.ops[3].id))
+        #expect(!skipping.contains(h.ops[1].id) && !skipping.contains(h.ops[2].id))
+        // Another peer said nothing: its answer leaves nothing out.
+        let other = h.receive(.want(SyncMessage.Want(entries: [SyncMessage.Want.Entry(conversation: conversation, beyond: heads)])), from: 2)
+        #expect(other.contains(.sendStored(2, conversation, beyond: heads, skipping: HeldOperations())))
+    }
+
     @Test("a pushed duplicate makes the peer lazy with PRUNE; lazy peers get IHAVE; PRUNE received does the same")
     func prune() throws {
         var h = try CoreHarness()
@@ -267,7 +291,7 @@ struct SyncCoreBoundsTests {
         // What the driver does: send the queue, then read the store for `sendStored`.
         var delivered = Set(resumed.pushes(to: 1).map(\.id))
         for action in resumed {
-            if case .sendStored(1, _, let beyond) = action {
+            if case .sendStored(1, _, let beyond, _) = action {
                 for op in h.held where op.operation.sequence > beyond[op.operation.author] { delivered.insert(op.id) }
             }
         }
@@ -288,8 +312,8 @@ struct SyncCoreBoundsTests {
         #expect(served.isEmpty)
         let published = h.store([h.ops[2]])
         #expect(published.pushes(to: 1).isEmpty)
-        #expect(published.contains(.sendStored(1, conversation, beyond: VersionVector())))
-        #expect(published.contains(.sendStored(2, conversation, beyond: VersionVector())))
+        #expect(published.contains(.sendStored(1, conversation, beyond: VersionVector(), skipping: HeldOperations())))
+        #expect(published.contains(.sendStored(2, conversation, beyond: VersionVector(), skipping: HeldOperations())))
     }
 
     @Test("unpublished logs are left out of reconciliation")

@@ -22,8 +22,8 @@ extension Replicator {
                 for payload in payloads where !outbox.enqueue(payload) { raised.append(.writable(peer, false)) }
             case .apply(let operations, let peer):
                 unstored.add(operations, from: peer)
-            case .sendStored(let peer, let conversation, let heads):
-                _ = links.withLock { $0.jobs[peer]?.yield(.beyond(conversation, heads)) }
+            case .sendStored(let peer, let conversation, let heads, let skipping):
+                _ = links.withLock { $0.jobs[peer]?.yield(.beyond(conversation, heads, skipping: skipping)) }
             case .sendStoredOperations(let peer, let ids):
                 _ = links.withLock { $0.jobs[peer]?.yield(.ids(ids)) }
             case .acknowledged(let ranges, _):

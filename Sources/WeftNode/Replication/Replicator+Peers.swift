@@ -17,7 +17,8 @@ struct Links: ~Copyable {
 
 /// Operations a peer lacks, to read from the store and send.
 enum StoreReadJob: Sendable {
-    case beyond(ConversationID, VersionVector)
+    /// The log past these heads, less what the peer said it holds.
+    case beyond(ConversationID, VersionVector, skipping: HeldOperations)
     case ids([OperationID])
 }
 
@@ -80,7 +81,7 @@ extension Replicator {
         for await job in jobs {
             do {
                 switch job {
-                case .beyond(let conversation, let heads):
+                case .beyond(let conversation, let heads, let skipping):
                     var cursor = heads
                     while !outbox.isClosed {
                         let operations = try store.operations(in: conversation, beyond: cursor, limit: 2_048)
@@ -89,7 +90,7 @@ extension Replicator {
                             let op = signed.operation
                             if op.sequence > cursor[op.author] { cursor.set(op.author, op.sequence) }
                         }
-                        await sendStored(operations, to: outbox)
+                        await sendStored(skipping.isEmpty ? operations : operations.filter { !skipping.contains($0.id) }, to: outbox)
                         if operations.count < 2_048 { break }
                     }
                 case .ids(let ids):

@@ -315,30 +315,11 @@ public final class Store: Sendable {
     }
 
     /// Whether each signature verifies, checked in parallel over the cores (Ed25519
-    /// verification is the expensive part of accepting an operation). `skipping` marks
-    /// operations already known good, reported valid without a check.
+    /// verification is the expensive part of accepting an operation), below the writer's
+    /// priority (`SignatureCheckers`). `skipping` marks operations already known good,
+    /// reported valid without a check.
     public static func verifySignatures(_ operations: [SignedOperation], skipping known: [Bool]? = nil) -> [Bool] {
-        let count = operations.count
-        guard count > 0 else { return [] }
-        let chunkSize = 32
-        let chunks = (count + chunkSize - 1) / chunkSize
-        return [Bool](unsafeUninitializedCapacity: count) { buffer, initialized in
-            let results = VerificationResults(buffer: buffer)
-            DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
-                for index in (chunk * chunkSize)..<min(count, (chunk + 1) * chunkSize) {
-                    results.set(index, known?[index] == true || operations[index].hasValidSignature)
-                }
-            }
-            initialized = count
-        }
-    }
-
-    /// Where the verifying threads write their answers.
-    // @unchecked Sendable: each index is written by exactly one iteration of concurrentPerform,
-    // and the buffer is read only after concurrentPerform returns (which orders the writes).
-    private struct VerificationResults: @unchecked Sendable {
-        let buffer: UnsafeMutableBufferPointer<Bool>
-        func set(_ index: Int, _ value: Bool) { (buffer.baseAddress! + index).initialize(to: value) }
+        SignatureCheckers.shared.check(operations, skipping: known)
     }
 
     // MARK: - Local writes

@@ -41,21 +41,6 @@ struct LogSummaryTable {
 
     // MARK: - Writing
 
-    /// The identifiers among `ids` that the operation table holds already (before the
-    /// transaction writes them): what is not among them is stored for the first time.
-    func held(among ids: some Collection<OperationID>) throws -> Set<OperationID> {
-        var held: Set<OperationID> = []
-        for chunk in Array(ids).chunked(500) {
-            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-            for data in try Data.fetchAll(
-                db.cached("SELECT id FROM operation WHERE id IN (\(marks))"), arguments: StatementArguments(chunk.map { Data($0.bytes) }))
-            {
-                held.insert(try WeftStore.Stored.operationID(data, "operation.id"))
-            }
-        }
-        return held
-    }
-
     /// Adds operations stored for the first time (each once) to their logs' summaries. A log
     /// that was pruned loses its tombstone first: its operations are held again from scratch
     /// (SPEC.md §13.8). A new log is published if it is among `publishing`, else it starts

@@ -21,8 +21,11 @@ struct Materializer {
         try materialize(changes)
     }
 
-    /// Writes the log rows for what the replica decided about `batch`.
-    func writeLog(batch: [SignedOperation], report: Replica.Report) throws {
+    /// Writes the log rows for what the replica decided about `batch`. Returns the operations
+    /// of `batch` the log held already (stored pending before, or a duplicate), which the
+    /// inserts learn for free: asking beforehand cost a lookup in the identifier index each.
+    @discardableResult
+    func writeLog(batch: [SignedOperation], report: Replica.Report) throws -> Set<OperationID> {
         var byID: [OperationID: SignedOperation] = [:]
         byID.reserveCapacity(batch.count)
         for signed in batch { byID[signed.id] = signed }
@@ -32,10 +35,18 @@ struct Materializer {
         let update = try db.cachedStatement(sql: "UPDATE operation SET appliedOrder = ?, status = ?, reason = ? WHERE id = ?")
         let insert = try db.cachedStatement(sql: Self.insertOperationSQL)
 
+        // A report may decide one operation twice (pending, then accepted once a cause in the
+        // same batch came): only a row present before the first insert counts as held.
+        var held: Set<OperationID> = []
+        var inserted: Set<OperationID> = []
         func record(_ id: OperationID, _ status: String, _ reason: String?) throws {
             order += 1
             if let signed = byID[id] {
-                try insertOperation(signed, order: order, status: status, reason: reason, statement: insert)
+                if try insertOperation(signed, order: order, status: status, reason: reason, statement: insert) {
+                    inserted.insert(id)
+                } else if !inserted.contains(id) {
+                    held.insert(id)
+                }
             } else {
                 try update.execute(arguments: [order, status, reason, Data(id.bytes)])
             }
@@ -65,6 +76,7 @@ struct Materializer {
                 ])
             }
         }
+        return held
     }
 
     /// The insert of a new operation; one already present is re-decided by an update instead.
@@ -76,8 +88,9 @@ struct Materializer {
         ON CONFLICT (id) DO NOTHING
         """
 
-    /// Writes (or, if present, re-decides) one operation of the log.
-    func insertOperation(_ signed: SignedOperation, order: Int64, status: String, reason: String?, statement: Statement? = nil) throws {
+    /// Writes (or, if present, re-decides) one operation of the log. Returns whether it was new.
+    @discardableResult
+    func insertOperation(_ signed: SignedOperation, order: Int64, status: String, reason: String?, statement: Statement? = nil) throws -> Bool {
         let op = signed.operation
         try (statement ?? db.cachedStatement(sql: Self.insertOperationSQL)).execute(db) { row in
             row.bind(1, blob: signed.id.bytes)
@@ -91,10 +104,10 @@ struct Materializer {
             row.bind(9, status)
             row.bind(10, reason)
         }
-        if db.changesCount == 0 {
-            try db.cachedStatement(sql: "UPDATE operation SET appliedOrder = ?, status = ?, reason = ? WHERE id = ?")
-                .execute(arguments: [order, status, reason, Data(signed.id.bytes)])
-        }
+        guard db.changesCount == 0 else { return true }
+        try db.cachedStatement(sql: "UPDATE operation SET appliedOrder = ?, status = ?, reason = ? WHERE id = ?")
+            .execute(arguments: [order, status, reason, Data(signed.id.bytes)])
+        return false
     }
 
     // MARK: - Conversations and messages

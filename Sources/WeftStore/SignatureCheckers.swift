@@ -10,9 +10,11 @@ import WeftModel
 /// leaves: the serial stage runs at full speed and the parallel one fills in around it (apply
 /// 1,000 received messages, next batch checked meanwhile: p50 84–94 ms before, 73 ms with).
 ///
-/// Linux keeps the nice value per thread, so only these threads run lower; they are made once
-/// and lowered once (any user may lower a thread's priority, not every user may raise it back,
-/// which is why pooled threads of Dispatch are not lowered and restored per batch).
+/// Linux keeps the nice value per thread, so only these threads run lower; each is lowered
+/// once, when made (any user may lower a thread's priority, not every user may raise it back,
+/// which is why pooled threads of Dispatch are not lowered and restored per batch). A thread
+/// idle for a second ends, as Dispatch's do: a process whose main thread has exited waits for
+/// its last thread.
 final class SignatureCheckers: @unchecked Sendable {
     /// One checker per core.
     static let shared = SignatureCheckers(threads: max(1, ProcessInfo.processInfo.activeProcessorCount))
@@ -24,17 +26,22 @@ final class SignatureCheckers: @unchecked Sendable {
     private let condition = NSCondition()
     /// Batches with chunks not yet taken, oldest first.
     private var waiting: [Batch] = []
+    /// Threads running, and how many there are at most.
+    private var threadCount = 0
+    private let maxThreads: Int
 
-    private init(threads: Int) {
-        for index in 0..<threads {
-            let thread = Thread { [unowned self] in
-                // The calling thread: on Linux, PRIO_PROCESS with 0 names the thread, not the process.
-                setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
-                self.run()
-            }
-            thread.name = "weft.signatures.\(index)"
-            thread.start()
+    private init(threads: Int) { maxThreads = threads }
+
+    /// Starts a thread. Called with the lock held.
+    private func startThread() {
+        threadCount += 1
+        let thread = Thread { [unowned self] in
+            // The calling thread: on Linux, PRIO_PROCESS with 0 names the thread, not the process.
+            setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
+            self.run()
         }
+        thread.name = "weft.signatures"
+        thread.start()
     }
 
     /// Whether each signature verifies; an operation marked in `known` is reported valid
@@ -46,6 +53,7 @@ final class SignatureCheckers: @unchecked Sendable {
             let batch = Batch(operations: operations, known: known, results: buffer)
             condition.lock()
             waiting.append(batch)
+            while threadCount < min(maxThreads, batch.chunkCount) { startThread() }
             condition.broadcast()
             condition.unlock()
             batch.done.wait()
@@ -56,7 +64,13 @@ final class SignatureCheckers: @unchecked Sendable {
     private func run() {
         while true {
             condition.lock()
-            while waiting.isEmpty { condition.wait() }
+            while waiting.isEmpty {
+                if !condition.wait(until: Date(timeIntervalSinceNow: 1)) && waiting.isEmpty {
+                    threadCount -= 1
+                    condition.unlock()
+                    return
+                }
+            }
             let batch = waiting[0]
             let chunk = batch.nextChunk
             batch.nextChunk += 1

@@ -37,7 +37,7 @@ extension Store {
 
     /// The operations of a received batch that the transaction stores for the first time, each
     /// once, in batch order: those the merge rules decided (accepted, rejected, pending), less
-    /// those the operation table held before (`held`, read before the log rows were written).
+    /// those the operation table held before (`held`, as writing the log rows found them).
     static func firstStored(_ batch: [SignedOperation], report: Replica.Report, held: Set<OperationID>) -> [SignedOperation] {
         var written = Set(report.accepted)
         written.formUnion(report.rejected.map(\.0))
@@ -61,11 +61,6 @@ extension Store {
             if case .postMessage = signed.operation.body { logs.insert(signed.operation.conversation) }
         }
         return logs
-    }
-
-    /// The identifiers the merge rules decided in `report` (what the log rows will be written for).
-    static func decided(in report: Replica.Report) -> Set<OperationID> {
-        Set(report.accepted).union(report.rejected.map(\.0)).union(report.pending)
     }
 
     // MARK: - Reading

@@ -251,11 +251,10 @@ public final class Store: Sendable {
             try current.prefetch(Set(accepted.map(\.operation.conversation)))
             let (report, changes) = lease.apply(accepted, current: current.read)
             try current.check()
-            // Before the log rows: which operations the store held already (for the summaries).
-            let held = try LogSummaryTable(db: db).held(among: Self.decided(in: report))
             // No Materializer outlives its use: one holding the replica while the receipts
-            // change it would make the replica copy the logs they touch.
-            try Materializer(db: db, replica: lease.replica, localUser: localUser).writeLog(batch: accepted, report: report)
+            // change it would make the replica copy the logs they touch. The log rows say
+            // which operations the store held already (for the summaries).
+            let held = try Materializer(db: db, replica: lease.replica, localUser: localUser).writeLog(batch: accepted, report: report)
             var applied = Applied(report: report, refused: refusals, changes: changes)
             if let signer {
                 try Self.acknowledgeDelivery(in: &applied, lease: &lease, db: db, localUser: localUser, signer: signer)

@@ -15,6 +15,9 @@ import WeftModel
 /// which is why pooled threads of Dispatch are not lowered and restored per batch). A thread
 /// idle for a second ends, as Dispatch's do: a process whose main thread has exited waits for
 /// its last thread.
+// @unchecked Sendable: every mutable property (`waiting`, `threadCount`, and the batches'
+// counters) is read and written only with `condition` locked. Bounded: at most one thread per
+// core, and `waiting` holds only batches whose callers are blocked in `check` waiting for them.
 final class SignatureCheckers: @unchecked Sendable {
     /// One checker per core.
     static let shared = SignatureCheckers(threads: max(1, ProcessInfo.processInfo.activeProcessorCount))

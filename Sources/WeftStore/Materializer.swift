@@ -32,7 +32,7 @@ struct Materializer {
         var order = try Int64.fetchOne(db.cached("SELECT COALESCE(MAX(appliedOrder), 0) FROM operation")) ?? 0
 
         // Operations decided now that arrived in an earlier batch (pending until this one).
-        let update = try db.cachedStatement(sql: "UPDATE operation SET appliedOrder = ?, status = ?, reason = ? WHERE id = ?")
+        let update = try db.cachedStatement(sql: Self.redecideOperationSQL)
         let insert = try db.cachedStatement(sql: Self.insertOperationSQL)
 
         // A report may decide one operation twice (pending, then accepted once a cause in the
@@ -79,6 +79,9 @@ struct Materializer {
         return held
     }
 
+    /// A held operation decided again (pending until its causes came, or refused by a fork).
+    static let redecideOperationSQL = "UPDATE operation SET appliedOrder = ?, status = ?, reason = ? WHERE id = ?"
+
     /// The insert of a new operation; one already present is re-decided by an update instead.
     /// (Neither an upsert's update nor REPLACE here: either makes SQLite open a statement
     /// journal for every execution, which cost as much as the row.)
@@ -105,7 +108,7 @@ struct Materializer {
             row.bind(10, reason)
         }
         guard db.changesCount == 0 else { return true }
-        try db.cachedStatement(sql: "UPDATE operation SET appliedOrder = ?, status = ?, reason = ? WHERE id = ?")
+        try db.cachedStatement(sql: Self.redecideOperationSQL)
             .execute(arguments: [order, status, reason, Data(signed.id.bytes)])
         return false
     }
@@ -315,11 +318,13 @@ struct Materializer {
 
     // MARK: - Outbox
 
+    static let insertOutboxSQL = """
+        INSERT OR IGNORE INTO outbox (message, conversation, createdAt, expiresAt, attempts, state, reason)
+        VALUES (?, ?, ?, ?, ?, ?, ?)
+        """
+
     func insert(outbox entries: [OutboxEntry]) throws {
-        let insert = try db.cachedStatement(sql: """
-            INSERT OR IGNORE INTO outbox (message, conversation, createdAt, expiresAt, attempts, state, reason)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            """)
+        let insert = try db.cachedStatement(sql: Self.insertOutboxSQL)
         for entry in entries {
             try insert.execute(arguments: [
                 Data(entry.message.bytes), Data(entry.conversation.bytes), Int64(clamping: entry.createdAt),

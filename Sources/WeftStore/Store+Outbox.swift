@@ -40,7 +40,8 @@ extension Store {
     @discardableResult
     public func markSent(among operations: [OperationID]) async throws -> [OperationID] {
         guard !operations.isEmpty else { return [] }
-        return try await write { db in
+        // Lost in a power cut, the marks come back: the messages are sent and acknowledged again.
+        return try await write(syncing: false) { db in
             var sent: [(entry: OutboxEntry, previous: OutboxEntry.State?)] = []
             let update = try db.cachedStatement(sql: "UPDATE outbox SET state = 'sent', reason = NULL WHERE message = ?")
             for chunk in operations.chunked(500) {

@@ -71,8 +71,16 @@ extension Store {
 
     /// Runs `body` in one write transaction that does not need the replica (the outbox), and
     /// publishes its changes once it commits.
-    func write<T: Sendable>(_ body: @Sendable (Database) throws -> (T, Publication)) async throws -> T {
+    ///
+    /// `syncing: false` commits without waiting for the disk (SQLite's NORMAL instead of the
+    /// store's FULL): for facts whose loss in a power cut the node redoes by itself, such as a
+    /// message marked sent (it is sent again, and acknowledged again). Never for a local
+    /// operation or what a peer is told was stored. The commit still survives a crash of the
+    /// process, and the next syncing commit (the WAL is written in order) makes it durable too.
+    func write<T: Sendable>(syncing: Bool = true, _ body: @Sendable (Database) throws -> (T, Publication)) async throws -> T {
         try await database.writeWithoutTransaction { db in
+            if !syncing { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            defer { if !syncing { try? db.execute(sql: "PRAGMA synchronous = FULL") } }
             let result = try Self.inTransaction(db) { try body(db) }
             self.subscribers.publish(result.1)
             return result.0

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import GRDB
 import Testing
 import WeftCrypto
@@ -105,5 +106,35 @@ struct SchemaTests {
         }
         #expect(try reopened.outbox().map(\.message) == [posted.id])
         #expect(try reopened.message(posted.id)?.conversation == conversation)
+    }
+}
+
+@Suite("Store: which commits wait for the disk")
+struct SyncingTests {
+    /// The writer connection's `PRAGMA synchronous`: 2 is FULL, 1 NORMAL.
+    static func writerSynchronous(_ store: Store) async throws -> Int? {
+        try await store.database.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+    }
+
+    @Test("marking messages sent commits without syncing, and the writer syncs every commit after it again")
+    func markSentDoesNotSync() async throws {
+        let directory = SchemaTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let identity = NodeIdentity.generate()
+        let store = try Store(directory: directory, localUser: identity.publicKey)
+        let mailbox = try Mailbox(store: store, identity: identity, wallClock: { SchemaTests.now })
+        let (conversation, _) = try await mailbox.createConversation(with: [NodeIdentity.generate().publicKey])
+        let posted = try await mailbox.post([MessagePart(mimeType: "text/plain", data: [1])], in: conversation)
+        #expect(try await Self.writerSynchronous(store) == 2)
+
+        let observed = Mutex<Int?>(nil)
+        try await store.write(syncing: false) { db in
+            observed.withLock { $0 = try? Int.fetchOne(db, sql: "PRAGMA synchronous") }
+            return ((), Store.Publication())
+        }
+        #expect(observed.withLock { $0 } == 1)
+        #expect(try await store.markSent(among: [posted.id]) == [posted.id])
+        #expect(try await Self.writerSynchronous(store) == 2)
+        #expect(try store.outbox().isEmpty)
     }
 }

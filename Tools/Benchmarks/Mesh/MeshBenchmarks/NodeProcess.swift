@@ -44,7 +44,9 @@ final class NodeProcess {
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         let log = home.directory.appendingPathComponent("node.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        guard FileManager.default.createFile(atPath: log.path, contents: nil) else {
+            throw BenchmarkError("cannot create \(log.path) for \(name)'s log")
+        }
         process.standardError = try FileHandle(forWritingTo: log)
         let spawned = ContinuousClock.now
         try process.run()

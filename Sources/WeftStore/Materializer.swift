@@ -26,9 +26,10 @@ struct Materializer {
     /// inserts learn for free: asking beforehand cost a lookup in the identifier index each.
     @discardableResult
     func writeLog(batch: [SignedOperation], report: Replica.Report) throws -> Set<OperationID> {
-        var byID: [OperationID: SignedOperation] = [:]
+        // Positions, not copies: copying a SignedOperation retains each of its buffers.
+        var byID: [OperationID: Int] = [:]
         byID.reserveCapacity(batch.count)
-        for signed in batch { byID[signed.id] = signed }
+        for (index, signed) in batch.enumerated() { byID[signed.id] = index }
         var order = try Int64.fetchOne(db.cached("SELECT COALESCE(MAX(appliedOrder), 0) FROM operation")) ?? 0
 
         // Operations decided now that arrived in an earlier batch (pending until this one).
@@ -41,8 +42,8 @@ struct Materializer {
         var inserted: Set<OperationID> = []
         func record(_ id: OperationID, _ status: String, _ reason: String?) throws {
             order += 1
-            if let signed = byID[id] {
-                if try insertOperation(signed, order: order, status: status, reason: reason, statement: insert) {
+            if let index = byID[id] {
+                if try insertOperation(batch[index], order: order, status: status, reason: reason, statement: insert) {
                     inserted.insert(id)
                 } else if !inserted.contains(id) {
                     held.insert(id)
@@ -58,7 +59,7 @@ struct Materializer {
         // An equivocation rebuilds its conversation's log without the forked slots: operations
         // accepted before (in this batch or earlier ones) may be refused now.
         let forked = try Set(report.rejected.filter { $0.1.reason == .equivocation }.compactMap { id, _ in
-            try byID[id]?.operation.conversation
+            try byID[id].map { batch[$0].operation.conversation }
                 ?? Data.fetchOne(db.cached("SELECT conversation FROM operation WHERE id = ?"), arguments: [Data(id.bytes)])
                 .map { try Stored.conversationID($0, "operation.conversation") }
         })

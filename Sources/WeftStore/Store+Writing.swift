@@ -79,9 +79,18 @@ extension Store {
     /// process, and the next syncing commit (the WAL is written in order) makes it durable too.
     func write<T: Sendable>(syncing: Bool = true, _ body: @Sendable (Database) throws -> (T, Publication)) async throws -> T {
         try await database.writeWithoutTransaction { db in
-            if !syncing { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
-            defer { if !syncing { try? db.execute(sql: "PRAGMA synchronous = FULL") } }
-            let result = try Self.inTransaction(db) { try body(db) }
+            // The connection's level before (FULL on disk), put back whatever the body did: a
+            // restore that fails throws rather than leave later commits unsynced.
+            let level = syncing ? nil : try Int.fetchOne(db, sql: "PRAGMA synchronous")
+            if level != nil { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            let result: (T, Publication)
+            do {
+                result = try Self.inTransaction(db) { try body(db) }
+            } catch {
+                if let level { try db.execute(sql: "PRAGMA synchronous = \(level)") }
+                throw error
+            }
+            if let level { try db.execute(sql: "PRAGMA synchronous = \(level)") }
             self.subscribers.publish(result.1)
             return result.0
         }

@@ -116,7 +116,7 @@ struct SyncingTests {
         try await store.database.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
     }
 
-    @Test("marking messages sent commits without syncing, and the writer syncs every commit after it again")
+    @Test("a write that does not sync runs at NORMAL, and the writer syncs every commit after it again (marking messages sent among them)")
     func markSentDoesNotSync() async throws {
         let directory = SchemaTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

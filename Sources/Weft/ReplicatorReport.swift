@@ -17,6 +17,7 @@ struct ReplicatorReport: ReplicationReport {
         let counters: [(String, Int)] = [
             ("operationsReceived", statistics.operationsReceived), ("duplicatesReceived", statistics.duplicatesReceived),
             ("duplicatesAnswered", statistics.duplicatesAnswered),
+            ("duplicatesGrafted", statistics.duplicatesGrafted),
             ("operationsPushed", statistics.operationsPushed), ("operationsAnnounced", statistics.operationsAnnounced),
             ("grafts", statistics.grafts), ("prunesSent", statistics.prunesSent),
             ("operationsDropped", statistics.operationsDropped), ("messagesNotQueued", statistics.messagesNotQueued),

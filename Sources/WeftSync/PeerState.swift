@@ -16,6 +16,8 @@ struct PeerState: Sendable {
     /// to its WANT leave out. `known` also counts what this node sent it, which a lost message
     /// never brought; answers built on that would never repair the loss.
     var confirmed: RecentIDs
+    /// Operations pushed to it lately: on their way, so answers to its WANT leave them out.
+    var recentPushes: RecentPushes
     /// SUMMARY parts received, until the final one.
     var incomingSummary: [SyncMessage.Summary.Entry] = []
     /// The reconciliation with this peer: what it found so far, what it may still take.
@@ -58,6 +60,7 @@ struct PeerState: Sendable {
         self.user = user
         self.known = RecentIDs(capacity: knownCapacity)
         self.confirmed = RecentIDs(capacity: knownCapacity)
+        self.recentPushes = RecentPushes(capacity: knownCapacity)
         self.lastReconciliation = now
         self.reconciliation = ReconciliationProgress(roundsLeft: 0)
     }

@@ -35,18 +35,26 @@ struct RecentIDs: Sendable, Equatable {
     mutating func remove(_ id: OperationID) { members.remove(id) }
 }
 
-/// Operations a peer itself said it holds past its heads (it announced them, or sent them):
-/// what an answer to its WANT leaves out (SPEC.md §14.5). A snapshot; nothing this node sent
-/// the peer counts, since a message lost on the way would then never be repaired.
+/// Operations an answer to a peer's WANT leaves out (SPEC.md §14.5): the ones the peer itself
+/// said it holds past its heads (it announced them, or sent them), and the ones this node
+/// pushed to it within the graft timeout, which are on their way. A snapshot. Nothing else this
+/// node sent the peer counts, since a message lost on the way would then never be repaired.
 public struct HeldOperations: Sendable, Equatable {
     let ids: RecentIDs?
+    let inFlight: Set<OperationID>
 
     /// Nothing known held.
-    public init() { ids = nil }
+    public init() {
+        ids = nil
+        inFlight = []
+    }
 
-    init(_ ids: RecentIDs) { self.ids = ids.count == 0 ? nil : ids }
+    init(_ ids: RecentIDs, inFlight: Set<OperationID> = []) {
+        self.ids = ids.count == 0 ? nil : ids
+        self.inFlight = inFlight
+    }
 
-    public func contains(_ id: OperationID) -> Bool { ids?.contains(id) ?? false }
+    public func contains(_ id: OperationID) -> Bool { inFlight.contains(id) || (ids?.contains(id) ?? false) }
 
-    public var isEmpty: Bool { ids == nil }
+    public var isEmpty: Bool { ids == nil && inFlight.isEmpty }
 }

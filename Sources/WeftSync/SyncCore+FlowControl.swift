@@ -33,7 +33,8 @@ extension SyncCore {
             peers[peer]?.behind.insert(conversation)
             return
         }
-        output.append(.sendStored(peer, conversation, beyond: beyond, skipping: HeldOperations(state.confirmed)))
+        let inFlight = state.recentPushes.pushed(since: now >= graftTimeout ? now - graftTimeout : 0)
+        output.append(.sendStored(peer, conversation, beyond: beyond, skipping: HeldOperations(state.confirmed, inFlight: inFlight)))
         statistics.logsSentFromStore += 1
         // Counted as held from now on: if the operations are lost, anti-entropy finds out.
         peers[peer]?.record(beyond, in: conversation)
@@ -86,7 +87,10 @@ extension SyncCore {
     private mutating func pushOperations(_ operations: [SignedOperation], to peer: PeerID) {
         guard let state = peers[peer] else { return }
         if !state.isBehind, send(.operations(SyncMessage.Operations(isPush: true, operations: operations)), to: peer) {
-            for operation in operations { peers[peer]?.record(operation) }
+            for operation in operations {
+                peers[peer]?.record(operation)
+                peers[peer]?.recentPushes.insert(operation.id, at: now, maxAge: configuration.maxGraftTimeoutMilliseconds)
+            }
             statistics.operationsPushed += operations.count
         } else {
             // Behind: these go from the store once the peer is writable again.

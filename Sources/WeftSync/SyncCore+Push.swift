@@ -144,6 +144,7 @@ extension SyncCore {
             // A pushed operation in a slot held here is a duplicate. An asked-for one may be
             // the other half of a fork (§13.1), so only one seen lately counts.
             if recent.contains(signed.id) || (message.isPush && op.sequence <= ownHead) {
+                if grafted[signed.id] != nil { statistics.duplicatesGrafted += 1 }
                 if message.isPush, let announcedAt = grafted.removeValue(forKey: signed.id) { observeLateness(since: announcedAt) }
                 duplicates += 1
                 outgoing[peer, default: OutgoingBatch()].acknowledgements.append(signed.operation)

@@ -151,6 +151,9 @@ public struct SyncStatistics: Sendable, Hashable {
     /// Of those, the ones seen by the core in OPERATIONS that were not pushed (answers to
     /// WANT, logs published or sent from the store).
     public var duplicatesAnswered = 0
+    /// Of all duplicates, the ones of operations this node asked for with a graft: the push
+    /// and the graft's answer both arrived.
+    public var duplicatesGrafted = 0
     /// Operations sent in pushed OPERATIONS.
     public var operationsPushed = 0
     /// Operations announced in IHAVE.

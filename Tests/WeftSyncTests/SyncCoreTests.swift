@@ -116,28 +116,40 @@ struct SyncCorePushTests {
         for peer: PeerID in [1, 2, 3] { #expect(next.pushes(to: peer) == [h.ops[5]]) }
     }
 
-    @Test("an answer past a WANT's heads leaves out what the peer said it holds, never what this node only sent it")
+    @Test("an answer past a WANT's heads leaves out what the peer said it holds and what was pushed to it within the graft timeout, never older pushes")
     func answerSkipsWhatThePeerSaidItHolds() throws {
         var h = try CoreHarness()
         let conversation = h.ops[0].operation.conversation
-        _ = h.store(Array(h.ops[0...4]))  // pushed to every peer: sent, which proves nothing
+        _ = h.store(Array(h.ops[0...4]))  // pushed to every peer at 0
         _ = h.receive(.ihave([SyncMessage.Announcement(h.ops[4])]), from: 1)
         _ = h.receive(.operations(SyncMessage.Operations(isPush: false, operations: [h.ops[3]])), from: 1)
+        // Past the graft timeout (500 ms): pushes sent at 0 that did not arrive were lost.
+        _ = h.core.handle(.tick(nowMilliseconds: 600))
         var heads = VersionVector()
         heads.set(SyncFixtures.users[0], 1)
-        let answer = h.receive(.want(SyncMessage.Want(entries: [SyncMessage.Want.Entry(conversation: conversation, beyond: heads)])), from: 1)
-        guard case .sendStored(1, conversation, beyond: heads, let skipping) = answer.first(where: {
-            if case .sendStored = $0 { true } else { false }
-        }) else {
-            Issue.record("the WANT is not answered from the store: \(answer)")
-            return
-        }
+        let want = SyncMessage.want(SyncMessage.Want(entries: [SyncMessage.Want.Entry(conversation: conversation, beyond: heads)]))
+        let skipping = try #require(Self.answerSkipping(h.receive(want, from: 1)))
         #expect(skipping.contains(h.ops[4].id))
         #expect(skipping.contains(h.ops[3].id))
         #expect(!skipping.contains(h.ops[1].id) && !skipping.contains(h.ops[2].id))
         // Another peer said nothing: its answer leaves nothing out.
-        let other = h.receive(.want(SyncMessage.Want(entries: [SyncMessage.Want.Entry(conversation: conversation, beyond: heads)])), from: 2)
-        #expect(other.contains(.sendStored(2, conversation, beyond: heads, skipping: HeldOperations())))
+        #expect(h.receive(want, from: 2).contains(.sendStored(2, conversation, beyond: heads, skipping: HeldOperations())))
+
+        // Pushed at 600 and asked for at 1,000: on its way, so left out; the older pushes not.
+        _ = h.store([h.ops[5]])
+        _ = h.core.handle(.tick(nowMilliseconds: 1_000))
+        let inFlight = try #require(Self.answerSkipping(h.receive(want, from: 2)))
+        #expect(inFlight.contains(h.ops[5].id))
+        #expect(!(1...4).contains { inFlight.contains(h.ops[$0].id) })
+        // Once the graft timeout passed, the push counts as lost and is answered again.
+        _ = h.core.handle(.tick(nowMilliseconds: 1_200))
+        #expect(h.receive(want, from: 2).contains(.sendStored(2, conversation, beyond: heads, skipping: HeldOperations())))
+    }
+
+    /// What the answer from the store among `actions` leaves out, if there is one.
+    static func answerSkipping(_ actions: [SyncAction]) -> HeldOperations? {
+        for case .sendStored(_, _, _, let skipping) in actions { return skipping }
+        return nil
     }
 
     @Test("a pushed duplicate makes the peer lazy with PRUNE; lazy peers get IHAVE; PRUNE received does the same")

@@ -38,6 +38,19 @@ struct SchemaTests {
         }
     }
 
+    @Test("which messages still wait is read by their outbox keys, not through every waiting entry")
+    func waitingByKey() async throws {
+        let store = try Store(directory: nil, localUser: NodeIdentity.generate().publicKey)
+        try await store.database.read { db in
+            for count in [1, 16, 500] {
+                let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + Store.waitingSQL(count: count), arguments: StatementArguments(
+                    (0..<count).map { _ in Data(count: 32) })).map { $0["detail"] as String }
+                #expect(plan.contains { $0.contains("sqlite_autoindex_outbox_1 (message=?)") }, "\(plan)")
+                #expect(!plan.contains { $0.contains("outbox_on_state") }, "\(plan)")
+            }
+        }
+    }
+
     @Test("the rewritten checks still refuse a status or state outside their lists")
     func checksStillRefuse() async throws {
         let store = try Store(directory: nil, localUser: NodeIdentity.generate().publicKey)

@@ -21,6 +21,7 @@ let package = Package(
                 .product(name: "WeftWire", package: "weft"),
                 .product(name: "WeftModel", package: "weft"),
                 .product(name: "WeftStore", package: "weft"),
+                .product(name: "Weft", package: "weft"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Benchmarks/WeftBenchmarks",

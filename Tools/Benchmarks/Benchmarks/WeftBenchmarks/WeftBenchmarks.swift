@@ -18,4 +18,5 @@ let benchmarks: @Sendable () -> Void = {
     registerAllocationBenchmarks()
     registerStoreBenchmarks()
     registerStoreCatchUpBenchmarks()
+    registerSendingBenchmarks()
 }

@@ -4,7 +4,8 @@ import NIOPosix
 import WeftControl
 
 /// Talks to a running node over its control socket (SPEC.md §15): the CLI and LocalMesh use
-/// it. One request at a time per connection; a WATCH takes its connection for good.
+/// it. One request at a time per connection, or a pipelined list of them
+/// (`ControlConnection.requests`); a WATCH takes its connection for good.
 public enum ControlClient {
     /// Connects to the socket at `socketPath`, runs `body` with the connection, and closes it.
     /// - Throws: `ControlClientError.noNode` when nothing listens there.
@@ -28,7 +29,7 @@ public enum ControlClient {
     }
 }
 
-/// An open control connection. Not for sharing between tasks: requests go one at a time.
+/// An open control connection. Not for sharing between tasks: one call at a time.
 public final class ControlConnection {
     private var inbound: NIOAsyncChannelInboundStream<ControlFrame>.AsyncIterator
     private let outbound: NIOAsyncChannelOutboundWriter<ControlFrame>
@@ -51,6 +52,45 @@ public final class ControlConnection {
         let response = try await next(for: id)
         if case .error(let failure) = response { throw failure }
         return response
+    }
+
+    /// Sends `requests` pipelined, with up to `window` of them in flight (the node answers at
+    /// most `ControlConstants.maxRequestsInFlight` at once and stops reading past that), and
+    /// returns their responses in the order of the requests, ERROR responses among them.
+    /// Requests go out a few at a time as answers come back, so a busy client pays a write
+    /// and a read per handful of requests rather than per request. (Not for WATCH.)
+    public func requests(_ requests: [ControlRequest], window: Int = ControlConstants.maxRequestsInFlight) async throws -> [ControlResponse] {
+        precondition(!requests.contains(.watch), "use watch(_:) for WATCH")
+        precondition(window > 0, "a window holds at least one request")
+        for request in requests where request.encodedByteCount > ControlConstants.lengthByteCount + ControlConstants.maxFrameByteCount {
+            throw ControlFailure(.tooLarge,
+                "A request is \(request.encodedByteCount) bytes; a control frame holds at most \(ControlConstants.maxFrameByteCount).")
+        }
+        var responses = [ControlResponse?](repeating: nil, count: requests.count)
+        var inFlight: [UInt32: Int] = [:]
+        var nextToSend = 0
+        var received = 0
+        while received < requests.count {
+            // Refill once half the window came back, in one write.
+            if inFlight.count <= window / 2, nextToSend < requests.count {
+                var frames: [ControlFrame] = []
+                while inFlight.count < window, nextToSend < requests.count {
+                    let id = nextID
+                    nextID = nextID == UInt32.max ? 1 : nextID + 1
+                    frames.append(requests[nextToSend].frame(requestID: id))
+                    inFlight[id] = nextToSend
+                    nextToSend += 1
+                }
+                try await outbound.write(contentsOf: frames)
+            }
+            guard let frame = try await inbound.next() else { throw ControlClientError.closed }
+            let response = try ControlResponse(frame: frame)
+            if frame.requestID == 0, case .error(let failure) = response { throw failure }
+            guard let index = inFlight.removeValue(forKey: frame.requestID) else { continue }
+            responses[index] = response
+            received += 1
+        }
+        return responses.map { $0! }
     }
 
     /// Starts a WATCH, calls `started` once the node streams (every change from then on is

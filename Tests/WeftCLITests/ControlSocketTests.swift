@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import Testing
 import WeftControl
+import WeftModel
 import WeftNode
 
 /// The control socket at the frame level: a real node, raw bytes on its socket.
@@ -73,6 +74,31 @@ struct ControlSocketTests {
             if case .pong(let value) = try ControlResponse(frame: frame) { pongs[frame.requestID] = value }
         }
         #expect(pongs == Dictionary(uniqueKeysWithValues: (UInt32(1)...20).map { ($0, UInt64($0) * 3) }))
+        #expect(try await alice.stop() == 0)
+    }
+
+    @Test("a client's pipelined requests come back in the order asked, an ERROR in its place, past the node's 16 in flight")
+    func clientPipelines() async throws {
+        let dir = try TemporaryDirectory()
+        let alice = try await RunningNode(dir, "alice")
+        try await alice.start()
+        let unknown = try #require(ConversationID(bytes: [UInt8](repeating: 7, count: 16)))
+        var requests = (UInt64(1)...40).map { ControlRequest.ping($0 * 5) }
+        requests[17] = .conversation(unknown)
+        for window in [1, 5, 16] {
+            let responses = try await ControlClient.withConnection(socketPath: "\(alice.home)/control.sock") {
+                try await $0.requests(requests, window: window)
+            }
+            #expect(responses.count == 40)
+            for (index, response) in responses.enumerated() where index != 17 {
+                #expect(response == .pong(UInt64(index + 1) * 5), "window \(window), request \(index)")
+            }
+            guard case .error(let failure) = responses[17] else {
+                Issue.record("window \(window): the unknown conversation was answered \(responses[17])")
+                continue
+            }
+            #expect(failure.code == .unknownConversation, "\(failure)")
+        }
         #expect(try await alice.stop() == 0)
     }
 }

@@ -5,11 +5,13 @@ import WeftNode
 
 /// Three `weft node` processes in a line A–B–C on loopback. A sends `messages` text messages
 /// into a conversation with C's user through its control socket (`connections` connections,
-/// each with one request in flight); the clock runs from the first SEND until C's node holds
-/// every message and A's node shows each one delivered to C.
+/// each with up to `window` requests in flight, pipelined as SPEC.md §15 allows); the clock
+/// runs from the first SEND until C's node holds every message and A's node shows each one
+/// delivered to C.
 struct EndToEnd {
     var messages = 20_000
-    var connections = 16
+    var connections = 4
+    var window = ControlConstants.maxRequestsInFlight
 
     struct Result {
         var messages: Int
@@ -45,9 +47,11 @@ struct EndToEnd {
             for connection in 0..<connections {
                 group.addTask {
                     try await ControlClient.withConnection(socketPath: socketA) { control in
-                        for index in 0..<perConnection {
-                            let text = "message \(index) on connection \(connection)"
-                            _ = try await control.request(.send([.init(mimeType: "text/plain", data: Array(text.utf8))], in: conversation))
+                        let sends = (0..<perConnection).map { index in
+                            ControlRequest.send([.init(mimeType: "text/plain", data: Array("message \(index) on connection \(connection)".utf8))], in: conversation)
+                        }
+                        for response in try await control.requests(sends, window: window) {
+                            guard case .sent = response else { throw BenchmarkError("SEND answered \(response)") }
                         }
                     }
                 }

@@ -10,7 +10,7 @@ import WeftNode
 /// delivered to C.
 struct EndToEnd {
     var messages = 20_000
-    var connections = 4
+    var connections = 16
     var window = ControlConstants.maxRequestsInFlight
 
     struct Result {

@@ -7,7 +7,7 @@ import Foundation
 // `--quick` runs each at a tenth of its size (a smoke test of the harness, not the figures);
 // `--messages N` sets the end-to-end run's message count (default 20,000), `--spread-messages N`
 // the spread's (default 2,000); `--senders N` how many control connections send at once in the
-// end-to-end run (default 4), `--window N` how many SENDs each keeps in flight (default 16,
+// end-to-end run (default 16), `--window N` how many SENDs each keeps in flight (default 16,
 // the most a node answers at once per connection).
 
 var selected: Set<String> = ["footprint", "end-to-end", "catch-up", "reconciliation", "spread"]

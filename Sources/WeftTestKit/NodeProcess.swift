@@ -8,8 +8,8 @@ final class NodeProcess: @unchecked Sendable {
     private let process: Process
 
     init(binary: URL, arguments: [String], log: URL) throws {
-        if !FileManager.default.fileExists(atPath: log.path) {
-            FileManager.default.createFile(atPath: log.path, contents: nil)
+        if !FileManager.default.fileExists(atPath: log.path), !FileManager.default.createFile(atPath: log.path, contents: nil) {
+            throw LocalMeshError("Cannot create the node's log file \(log.path).")
         }
         let output = try FileHandle(forWritingTo: log)
         try output.seekToEnd()

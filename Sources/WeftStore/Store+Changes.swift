@@ -48,7 +48,18 @@ extension Store {
 
     /// A new stream of what each commit changes, from now on, for one consumer. Iterate it
     /// from one task; dropping it (or cancelling the task iterating it) unsubscribes.
-    public func changes() -> ChangeStream { subscribers.subscribe(limit: Self.changeBufferLimit) }
+    ///
+    /// - Parameter includingMessages: false for a consumer that reads only the logs' summaries
+    ///   and stored operations (replication). While no subscriber includes messages, commits
+    ///   skip reading back the messages they only update (with their parts, for a receipt or
+    ///   an outbox entry that became sent): such batches carry an updated message's snapshot
+    ///   without its parts, and outbox changes without their message. A subscriber that
+    ///   includes messages and joins while such a commit is under way does not get that batch;
+    ///   it learns so from `CommittedChanges.missedBatches` on the next one, like a subscriber
+    ///   that fell behind.
+    public func changes(includingMessages: Bool = true) -> ChangeStream {
+        subscribers.subscribe(limit: Self.changeBufferLimit, includingMessages: includingMessages)
+    }
 
     /// The number of the latest published batch (0 before the first): a subscriber that has
     /// received this one has seen every commit so far.
@@ -94,6 +105,8 @@ final class ChangeSubscribers: Sendable {
     private struct State {
         var nextID = 0
         var continuations: [Int: AsyncStream<CommittedChanges>.Continuation] = [:]
+        /// The subscribers that include messages (`Store.changes(includingMessages:)`).
+        var includingMessages: Set<Int> = []
         var published: UInt64 = 0
     }
 
@@ -104,12 +117,17 @@ final class ChangeSubscribers: Sendable {
     /// How many streams are subscribed.
     var count: Int { state.withLock { $0.continuations.count } }
 
-    func subscribe(limit: Int) -> ChangeStream {
+    /// Whether some subscriber reads messages: a commit reads back the messages it only
+    /// updates for them, and skips that while none does.
+    var wantMessages: Bool { state.withLock { !$0.includingMessages.isEmpty } }
+
+    func subscribe(limit: Int, includingMessages: Bool = true) -> ChangeStream {
         let (stream, continuation) = AsyncStream.makeStream(of: CommittedChanges.self, bufferingPolicy: .bufferingNewest(limit))
         let first = state.withLock { state in
             let id = state.nextID
             state.nextID += 1
             state.continuations[id] = continuation
+            if includingMessages { state.includingMessages.insert(id) }
             continuation.onTermination = { [weak self] _ in self?.remove(id) }
             return state.published + 1
         }
@@ -124,8 +142,13 @@ final class ChangeSubscribers: Sendable {
                 number: state.published, changes: publication.changes, outbox: publication.outbox,
                 waitingMessages: publication.waitingMessages, summaries: publication.stored.summaries,
                 storedOperations: publication.stored.storedOperations)
-            // Never blocks: a full buffer drops its oldest batch.
-            for continuation in state.continuations.values { continuation.yield(batch) }
+            // Never blocks: a full buffer drops its oldest batch. A batch built without the
+            // messages skips the subscribers that want them (they joined during its commit):
+            // the gap in the numbers tells them.
+            for (id, continuation) in state.continuations
+            where publication.includesMessages || !state.includingMessages.contains(id) {
+                continuation.yield(batch)
+            }
         }
     }
 
@@ -140,6 +163,9 @@ final class ChangeSubscribers: Sendable {
     }
 
     private func remove(_ id: Int) {
-        _ = state.withLock { $0.continuations.removeValue(forKey: id) }
+        state.withLock { state in
+            state.continuations[id] = nil
+            state.includingMessages.remove(id)
+        }
     }
 }

@@ -42,6 +42,7 @@ extension Store {
         guard !operations.isEmpty else { return [] }
         // Lost in a power cut, the marks come back: the messages are sent and acknowledged again.
         return try await write(syncing: false) { db in
+            let withMessages = self.subscribers.wantMessages
             var sent: [(entry: OutboxEntry, previous: OutboxEntry.State?)] = []
             let update = try db.cachedStatement(sql: "UPDATE outbox SET state = 'sent', reason = NULL WHERE message = ?")
             for chunk in operations.chunked(500) {
@@ -57,8 +58,8 @@ extension Store {
                     sent.append((entry, previous))
                 }
             }
-            let changes = try Self.changes(sent, in: db)
-            return (changes.map(\.entry.message), Publication(outbox: changes))
+            let changes = try Self.changes(sent, withMessages: withMessages, in: db)
+            return (changes.map(\.entry.message), Publication(outbox: changes, includesMessages: withMessages))
         }
     }
 
@@ -116,12 +117,13 @@ extension Store {
         try Row.fetchOne(db.cached("\(outboxColumns) WHERE message = ?"), arguments: [Data(message.bytes)]).map(OutboxEntry.init(row:))
     }
 
-    /// The changes to publish for entries, with their messages as they now are, read together.
+    /// The changes to publish for entries, with their messages as they now are, read together
+    /// (`withMessages` false: without them, for commits no subscriber reads messages from).
     private static func changes(
-        _ entries: [(entry: OutboxEntry, previous: OutboxEntry.State?)], in db: Database
+        _ entries: [(entry: OutboxEntry, previous: OutboxEntry.State?)], withMessages: Bool = true, in db: Database
     ) throws -> [OutboxChange] {
         var snapshots: [OperationID: MessageSnapshot] = [:]
-        for chunk in entries.chunked(500) {
+        for chunk in entries.chunked(500) where withMessages {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
             let rows = try Row.fetchAll(
                 db.cached("\(messageColumns) WHERE m.id IN (\(marks))"), arguments: StatementArguments(chunk.map { Data($0.entry.message.bytes) }))

@@ -7,7 +7,14 @@ extension Store {
     /// does not keep: from the batch for the messages it posts, else from the message's
     /// operation in the log (a message that changes without being posted now: receipts, a
     /// merge, a fork that accepts it again).
-    static func withParts(_ changes: ChangeSet, from batch: [SignedOperation], in db: Database) throws -> ChangeSet {
+    ///
+    /// `includingUpdated` false leaves the parts out of the snapshots of messages the changes
+    /// only update (a receipt, a move): the rows need parts only for the messages they insert,
+    /// and reading them back (decoding each message's operation) costs more than the update
+    /// itself. For a commit no subscriber reads messages from (`Store.changes(includingMessages:)`).
+    static func withParts(
+        _ changes: ChangeSet, from batch: [SignedOperation], includingUpdated: Bool = true, in db: Database
+    ) throws -> ChangeSet {
         var parts: [OperationID: [MessagePart]] = [:]
         for signed in batch {
             if case .postMessage(let messageParts, _) = signed.operation.body { parts[signed.id] = messageParts }
@@ -15,7 +22,10 @@ extension Store {
         var filled = changes
         for index in filled.messages.indices {
             guard let id = filled.messages[index].snapshot?.id else { continue }
-            if parts[id] == nil { parts[id] = try storedParts(of: id, in: db) }
+            if parts[id] == nil {
+                guard includingUpdated || filled.messages[index].kind == .create else { continue }
+                parts[id] = try storedParts(of: id, in: db)
+            }
             filled.messages[index].snapshot!.parts = parts[id]!
         }
         return filled

@@ -38,6 +38,9 @@ extension Store {
         var waitingMessages: Set<OperationID> = []
         /// What the commit stored, for replication (summaries, operations to push).
         var stored = StoredRecord()
+        /// False when the commit did not read back the messages it only updated (no subscriber
+        /// wanted them): subscribers that want messages do not get it.
+        var includesMessages = true
 
         var isEmpty: Bool { changes.isEmpty && outbox.isEmpty && stored.summaries.isEmpty && stored.storedOperations.isEmpty }
     }

@@ -261,7 +261,8 @@ public final class Store: Sendable {
             }
             // The partial replica keeps no message parts: the change set gets them from the
             // batch or the log, once the receipts (if any) have changed the snapshots too.
-            applied.changes = try Self.withParts(applied.changes, from: accepted, in: db)
+            let withMessages = self.subscribers.wantMessages
+            applied.changes = try Self.withParts(applied.changes, from: accepted, includingUpdated: withMessages, in: db)
             // The rows follow the replica the receipts (if any) left.
             try Materializer(db: db, replica: lease.replica, localUser: localUser).materialize(applied.changes)
             applied.changes = try Self.withDeliveryFailures(applied.changes, localUser: localUser, in: db)
@@ -271,7 +272,7 @@ public final class Store: Sendable {
             let stored = try Self.recordStored(new + applied.acknowledgements, publishing: Set(new.map(\.operation.conversation)), in: db)
             applied.record(received: new, of: accepted.count, report: report, stored: stored)
             Self.trim(&lease.replica, keeping: Set(accepted.map(\.operation.conversation)), limit: cachedOperationLimit)
-            return (applied, Publication(changes: applied.changes, waitingMessages: waiting, stored: stored))
+            return (applied, Publication(changes: applied.changes, waitingMessages: waiting, stored: stored, includesMessages: withMessages))
         }
     }
 
@@ -374,7 +375,8 @@ public final class Store: Sendable {
             try Self.checkLocal(batch, against: lease.replica, localUser: localUser)
             let current = CurrentSnapshots(db: db)
             let (report, changesWithoutParts) = lease.apply(batch.operations, current: current.read)
-            let rowChanges = try Self.withParts(changesWithoutParts, from: batch.operations, in: db)
+            let withMessages = self.subscribers.wantMessages
+            let rowChanges = try Self.withParts(changesWithoutParts, from: batch.operations, includingUpdated: withMessages, in: db)
             try current.check()
             if let (id, error) = report.rejected.first {
                 throw StoreError(.localOperationRefused, "local operation \(id) was refused: \(error)")
@@ -393,7 +395,7 @@ public final class Store: Sendable {
                 changes: changes,
                 outbox: batch.outbox.map { OutboxChange(entry: $0, previousState: nil, message: snapshots[$0.message]) },
                 waitingMessages: try Self.waitingMessages(among: changes, localUser: localUser, in: db),
-                stored: stored)
+                stored: stored, includesMessages: withMessages)
             Self.trim(&lease.replica, keeping: Set(batch.operations.map(\.operation.conversation)), limit: cachedOperationLimit)
             var applied = Applied(report: report, refused: [], changes: changes)
             applied.summaries = stored.summaries

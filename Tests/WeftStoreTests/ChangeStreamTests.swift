@@ -55,6 +55,67 @@ struct ChangeStreamTests {
         #expect(store.latestChangeNumber == 5)
     }
 
+    @Test("while no subscriber reads messages, commits leave out the messages they only update; the rows stay whole, and a subscriber that reads messages gets them")
+    func withoutMessages() async throws {
+        let identity = NodeIdentity.generate()
+        var peer = Author(identity: .generate())
+        let store = try Store(directory: nil, localUser: identity.publicKey)
+        let mailbox = try Mailbox(store: store, identity: identity, wallClock: { Self.now })
+        var replication = store.changes(includingMessages: false).makeAsyncIterator()
+        #expect(!store.subscribers.wantMessages)
+
+        let (conversation, _) = try await mailbox.createConversation(with: [peer.user])
+        _ = await replication.next()
+        let parts = [MessagePart(mimeType: "text/plain", data: [1, 2, 3])]
+        let post = try await mailbox.post(parts, in: conversation)
+        // A posted message is inserted, so its snapshot has its parts all the same.
+        #expect(try #require(await replication.next()).changes.messages.first { $0.id == post.id }?.snapshot?.parts == parts)
+
+        #expect(try await store.markSent(among: [post.id]) == [post.id])
+        let sent = try #require(await replication.next())
+        #expect(sent.outbox.map(\.entry.state) == [.sent])
+        #expect(sent.outbox.first?.message == nil)
+
+        let delivered = peer.write(.delivered([post.id]), in: conversation, replica: try store.replica, wallMilliseconds: Self.now + 1)
+        _ = try await store.apply(received: [delivered], wallMilliseconds: Self.now + 1)
+        let update = try #require(await replication.next()).changes.messages.first { $0.id == post.id && $0.property == .recipientStatus }
+        #expect(update?.snapshot?.recipientStatus[peer.user] == .delivered)
+        #expect(update?.snapshot?.parts == [])
+        // The rows are whole: parts kept, status written.
+        let stored = try #require(try store.message(post.id))
+        #expect(stored.parts == parts)
+        #expect(stored.recipientStatus[peer.user] == .delivered)
+
+        // A subscriber that reads messages: updated messages come back with their parts.
+        var full = store.changes().makeAsyncIterator()
+        #expect(store.subscribers.wantMessages)
+        let read = peer.write(.read([post.id]), in: conversation, replica: try store.replica, wallMilliseconds: Self.now + 2)
+        _ = try await store.apply(received: [read], wallMilliseconds: Self.now + 2)
+        for batch in [try #require(await full.next()), try #require(await replication.next())] {
+            let change = batch.changes.messages.first { $0.id == post.id && $0.property == .recipientStatus }
+            #expect(change?.snapshot?.recipientStatus[peer.user] == .read)
+            #expect(change?.snapshot?.parts == parts)
+        }
+    }
+
+    @Test("a batch built without messages skips the subscribers that read them, which learn it from the gap")
+    func withoutMessagesSkipsReaders() async throws {
+        let store = try Store(directory: nil, localUser: NodeIdentity.generate().publicKey)
+        var replication = store.changes(includingMessages: false).makeAsyncIterator()
+        var full = store.changes().makeAsyncIterator()
+        var summary = Store.Publication()
+        summary.stored = Store.StoredRecord(summaries: [LogSummary(conversation: try #require(ConversationID(bytes: [UInt8](repeating: 1, count: 16))))])
+        var without = summary
+        without.includesMessages = false
+        store.subscribers.publish(without)
+        store.subscribers.publish(summary)
+        #expect(try #require(await replication.next()).number == 1)
+        #expect(try #require(await replication.next()).number == 2)
+        let next = try #require(await full.next())
+        #expect(next.number == 2)
+        #expect(next.missedBatches == 1)
+    }
+
     @Test("a subscriber that falls behind keeps only the newest batches and is told how many it missed; the store buffers no more for it")
     func boundedBuffer() async throws {
         let identity = NodeIdentity.generate()

@@ -63,7 +63,9 @@ public final class Replicator: Service, Sendable {
     /// Runs the node and replication until the node stops (graceful shutdown or cancellation).
     public func run() async throws {
         // Subscribed before anything runs, so no local commit goes unseen.
-        let changes = store.changes()
+        // It reads only the summaries and stored operations, so commits need not read messages
+        // back for it.
+        let changes = store.changes(includingMessages: false)
         let (spawnRequests, spawn) = AsyncStream<@Sendable () async -> Void>.makeStream()
         links.withLock { $0.spawn = spawn }
         try await withThrowingDiscardingTaskGroup { group in

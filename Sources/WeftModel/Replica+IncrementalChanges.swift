@@ -120,13 +120,21 @@ extension Replica {
         guard pendingCount == 0 else { return nil }
         var canonicalOf: [ConversationID: ConversationID] = [:]
         for (canonical, members) in groups { for member in members { canonicalOf[member] = canonical } }
-        var slots: Set<[UInt8]> = []
+        // Hashed as words, not as a concatenated byte array (which allocated per operation and
+        // hashed byte by byte: the most of this function's time).
+        struct Slot: Hashable {
+            let conversation: ConversationID
+            let author: UserID
+            let sequence: UInt64
+        }
+        var slots: Set<Slot> = []
+        slots.reserveCapacity(operations.count)
         var named: [(ConversationID, OperationID)] = []
         for signed in operations {
             let op = signed.operation
             guard !isKnown(signed.id, in: op.conversation) else { continue }
             guard op.sequence >= nextSequence(for: op.author, in: op.conversation),
-                slots.insert(op.conversation.bytes + op.author.bytes + withUnsafeBytes(of: op.sequence) { Array($0) }).inserted
+                slots.insert(Slot(conversation: op.conversation, author: op.author, sequence: op.sequence)).inserted
             else { return nil }
             switch op.body {
             case .postMessage:
@@ -224,6 +232,9 @@ extension Replica {
         } else {
             postedPositions = Self.positions(of: changed.appended.map(\.1), among: groupLogs, known: { _ in nil })
         }
+        // Sized once: grown one message at a time, the views rehashed over and over.
+        new.messages.reserveCapacity(new.messages.count + changed.appended.count + kept.count)
+        old.messages.reserveCapacity(old.messages.count + kept.count)
         for (log, message) in changed.appended {
             new.messages[message.id] = Self.snapshot(
                 of: message, in: log, conversation: canonical, participants: now.participants, position: postedPositions[message.id]!)

@@ -51,11 +51,18 @@ public final class Mailbox: Sendable {
 
     /// `receive(_:)` for operations whose signatures were checked beforehand
     /// (`Store.checkSignatures(_:)`): a node checks the next batch while this one is written.
-    public func receive(_ batch: Store.CheckedBatch) async throws -> Store.Applied {
+    ///
+    /// - Parameter completeChanges: false for a caller that does not read `Applied.changes`:
+    ///   while no subscriber reads messages either, messages the batch only updates
+    ///   (receipts) are not read back, and their snapshots there come without parts.
+    public func receive(_ batch: Store.CheckedBatch, completeChanges: Bool = true) async throws -> Store.Applied {
         let now = wallClock()
-        return try await store.apply(received: batch, wallMilliseconds: now, acknowledgingWith: { body, log, replica in
-            self.author.withLock { $0.write(body, in: log, replica: replica, wallMilliseconds: now) }
-        })
+        return try await store.apply(
+            received: batch, wallMilliseconds: now,
+            acknowledgingWith: { body, log, replica in
+                self.author.withLock { $0.write(body, in: log, replica: replica, wallMilliseconds: now) }
+            },
+            completeChanges: completeChanges)
     }
 
     // MARK: - Writing

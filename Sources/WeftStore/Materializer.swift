@@ -146,6 +146,7 @@ struct Materializer {
         }
 
         var messageUpserts: [OperationID: (snapshot: MessageSnapshot, properties: Set<MessageChange.Property>, created: Bool)] = [:]
+        messageUpserts.reserveCapacity(changes.messages.count)
         for change in changes.messages {
             switch change.kind {
             case .create:

@@ -50,13 +50,13 @@ extension Store {
     /// from one task; dropping it (or cancelling the task iterating it) unsubscribes.
     ///
     /// - Parameter includingMessages: false for a consumer that reads only the logs' summaries
-    ///   and stored operations (replication). While no subscriber includes messages, commits
-    ///   skip reading back the messages they only update (with their parts, for a receipt or
-    ///   an outbox entry that became sent): such batches carry an updated message's snapshot
-    ///   without its parts, and outbox changes without their message. A subscriber that
-    ///   includes messages and joins while such a commit is under way does not get that batch;
-    ///   it learns so from `CommittedChanges.missedBatches` on the next one, like a subscriber
-    ///   that fell behind.
+    ///   and stored operations (replication). While no subscriber includes messages, some
+    ///   commits skip reading back the messages they only update: marking outbox entries sent
+    ///   publishes them without their message, and a node's storer (`Mailbox.receive(_:
+    ///   completeChanges:)`) publishes received receipts' updated messages without their
+    ///   parts. A subscriber that includes messages and joins while such a commit is under way
+    ///   does not get that batch; it learns so from `CommittedChanges.missedBatches` on the
+    ///   next one, like a subscriber that fell behind.
     public func changes(includingMessages: Bool = true) -> ChangeStream {
         subscribers.subscribe(limit: Self.changeBufferLimit, includingMessages: includingMessages)
     }

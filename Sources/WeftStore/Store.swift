@@ -215,8 +215,14 @@ public final class Store: Sendable {
     /// Applies received operations checked beforehand; with `signer`, also the local user's
     /// delivered receipts for the new messages addressed to them, in the same transaction
     /// (`Store+Delivery`).
+    ///
+    /// `completeChanges` false: a caller that does not read `Applied.changes` (a node's
+    /// storer) lets the commit skip reading back the messages it only updates (receipts) while
+    /// no subscriber reads messages either (`changes(includingMessages:)`); their snapshots then
+    /// come without parts.
     func apply(
-        received batch: CheckedBatch, wallMilliseconds: UInt64, acknowledgingWith signer: LocalSigner?
+        received batch: CheckedBatch, wallMilliseconds: UInt64, acknowledgingWith signer: LocalSigner?,
+        completeChanges: Bool = true
     ) async throws -> Applied {
         let operations = batch.operations
         let valid = batch.valid
@@ -261,7 +267,7 @@ public final class Store: Sendable {
             }
             // The partial replica keeps no message parts: the change set gets them from the
             // batch or the log, once the receipts (if any) have changed the snapshots too.
-            let withMessages = self.subscribers.wantMessages
+            let withMessages = completeChanges || self.subscribers.wantMessages
             applied.changes = try Self.withParts(applied.changes, from: accepted, includingUpdated: withMessages, in: db)
             // The rows follow the replica the receipts (if any) left.
             try Materializer(db: db, replica: lease.replica, localUser: localUser).materialize(applied.changes)
@@ -375,8 +381,7 @@ public final class Store: Sendable {
             try Self.checkLocal(batch, against: lease.replica, localUser: localUser)
             let current = CurrentSnapshots(db: db)
             let (report, changesWithoutParts) = lease.apply(batch.operations, current: current.read)
-            let withMessages = self.subscribers.wantMessages
-            let rowChanges = try Self.withParts(changesWithoutParts, from: batch.operations, includingUpdated: withMessages, in: db)
+            let rowChanges = try Self.withParts(changesWithoutParts, from: batch.operations, in: db)
             try current.check()
             if let (id, error) = report.rejected.first {
                 throw StoreError(.localOperationRefused, "local operation \(id) was refused: \(error)")
@@ -395,7 +400,7 @@ public final class Store: Sendable {
                 changes: changes,
                 outbox: batch.outbox.map { OutboxChange(entry: $0, previousState: nil, message: snapshots[$0.message]) },
                 waitingMessages: try Self.waitingMessages(among: changes, localUser: localUser, in: db),
-                stored: stored, includesMessages: withMessages)
+                stored: stored)
             Self.trim(&lease.replica, keeping: Set(batch.operations.map(\.operation.conversation)), limit: cachedOperationLimit)
             var applied = Applied(report: report, refused: [], changes: changes)
             applied.summaries = stored.summaries

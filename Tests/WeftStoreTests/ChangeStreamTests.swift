@@ -76,8 +76,10 @@ struct ChangeStreamTests {
         #expect(sent.outbox.map(\.entry.state) == [.sent])
         #expect(sent.outbox.first?.message == nil)
 
+        // Received as a node's storer receives (it reads no change set).
         let delivered = peer.write(.delivered([post.id]), in: conversation, replica: try store.replica, wallMilliseconds: Self.now + 1)
-        _ = try await store.apply(received: [delivered], wallMilliseconds: Self.now + 1)
+        let applied = try await mailbox.receive(try store.checkSignatures([delivered]), completeChanges: false)
+        #expect(applied.report.accepted == [delivered.id])
         let update = try #require(await replication.next()).changes.messages.first { $0.id == post.id && $0.property == .recipientStatus }
         #expect(update?.snapshot?.recipientStatus[peer.user] == .delivered)
         #expect(update?.snapshot?.parts == [])
@@ -86,14 +88,24 @@ struct ChangeStreamTests {
         #expect(stored.parts == parts)
         #expect(stored.recipientStatus[peer.user] == .delivered)
 
+        // A caller that reads the change set gets it whole, subscribers or not.
+        let readAgain = peer.write(.read([post.id]), in: conversation, replica: try store.replica, wallMilliseconds: Self.now + 2)
+        let complete = try await store.apply(received: [readAgain], wallMilliseconds: Self.now + 2)
+        #expect(complete.changes.messages.first { $0.id == post.id && $0.property == .recipientStatus }?.snapshot?.parts == parts)
+        _ = await replication.next()
+
         // A subscriber that reads messages: updated messages come back with their parts.
         var full = store.changes().makeAsyncIterator()
         #expect(store.subscribers.wantMessages)
-        let read = peer.write(.read([post.id]), in: conversation, replica: try store.replica, wallMilliseconds: Self.now + 2)
-        _ = try await store.apply(received: [read], wallMilliseconds: Self.now + 2)
-        for batch in [try #require(await full.next()), try #require(await replication.next())] {
-            let change = batch.changes.messages.first { $0.id == post.id && $0.property == .recipientStatus }
-            #expect(change?.snapshot?.recipientStatus[peer.user] == .read)
+        let second = try await mailbox.post(parts, in: conversation)
+        #expect(try await store.markSent(among: [second.id]) == [second.id])
+        let deliveredSecond = peer.write(.delivered([second.id]), in: conversation, replica: try store.replica, wallMilliseconds: Self.now + 3)
+        _ = try await mailbox.receive(try store.checkSignatures([deliveredSecond]), completeChanges: false)
+        for var stream in [full, replication] {
+            _ = try #require(await stream.next())  // the post
+            #expect(try #require(await stream.next()).outbox.first?.message?.parts == parts)
+            let change = try #require(await stream.next()).changes.messages.first { $0.id == second.id && $0.property == .recipientStatus }
+            #expect(change?.snapshot?.recipientStatus[peer.user] == .delivered)
             #expect(change?.snapshot?.parts == parts)
         }
     }

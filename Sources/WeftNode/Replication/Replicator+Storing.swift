@@ -71,7 +71,8 @@ extension Replicator {
         let items = checked.items
         let operations = items.map(\.operation)
         do {
-            let applied = try await mailbox.receive(checked.batch.get())
+            // The storer reads no change set: the store may skip reading back updated messages.
+            let applied = try await mailbox.receive(checked.batch.get(), completeChanges: false)
             let new = Set(applied.newOperations)
             // Only commits of new operations appear on the change stream.
             inFlight.withLock { inFlight in for signed in operations where !new.contains(signed.id) { inFlight.remove(signed.id) } }

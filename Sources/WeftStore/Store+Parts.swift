@@ -3,32 +3,32 @@ import GRDB
 import WeftModel
 
 extension Store {
-    /// The change set with every message snapshot's parts, which the store's partial replica
-    /// does not keep: from the batch for the messages it posts, else from the message's
-    /// operation in the log (a message that changes without being posted now: receipts, a
-    /// merge, a fork that accepts it again).
+    /// Fills in every message snapshot's parts, which the store's partial replica does not
+    /// keep: from the batch for the messages it posts, else from the message's operation in
+    /// the log (a message that changes without being posted now: receipts, a merge, a fork
+    /// that accepts it again). In place: a change set passed by value and returned was copied
+    /// whole (each message change retained) on the first write.
     ///
     /// `includingUpdated` false leaves the parts out of the snapshots of messages the changes
     /// only update (a receipt, a move): the rows need parts only for the messages they insert,
     /// and reading them back (decoding each message's operation) costs more than the update
     /// itself. For a commit no subscriber reads messages from (`Store.changes(includingMessages:)`).
-    static func withParts(
-        _ changes: ChangeSet, from batch: [SignedOperation], includingUpdated: Bool = true, in db: Database
-    ) throws -> ChangeSet {
+    static func fillParts(
+        of changes: inout ChangeSet, from batch: [SignedOperation], includingUpdated: Bool = true, in db: Database
+    ) throws {
         var parts: [OperationID: [MessagePart]] = [:]
-        for signed in batch {
-            if case .postMessage(let messageParts, _) = signed.operation.body { parts[signed.id] = messageParts }
+        parts.reserveCapacity(batch.count)
+        for index in batch.indices {
+            if case .postMessage(let messageParts, _) = batch[index].operation.body { parts[batch[index].id] = messageParts }
         }
-        var filled = changes
-        for index in filled.messages.indices {
-            guard let id = filled.messages[index].snapshot?.id else { continue }
+        for index in changes.messages.indices {
+            guard let id = changes.messages[index].snapshot?.id else { continue }
             if parts[id] == nil {
-                guard includingUpdated || filled.messages[index].kind == .create else { continue }
+                guard includingUpdated || changes.messages[index].kind == .create else { continue }
                 parts[id] = try storedParts(of: id, in: db)
             }
-            filled.messages[index].snapshot!.parts = parts[id]!
+            changes.messages[index].snapshot!.parts = parts[id]!
         }
-        return filled
     }
 
     /// A message's parts, from its operation in the log.

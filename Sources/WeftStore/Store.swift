@@ -268,7 +268,7 @@ public final class Store: Sendable {
             // The partial replica keeps no message parts: the change set gets them from the
             // batch or the log, once the receipts (if any) have changed the snapshots too.
             let withMessages = completeChanges || self.subscribers.wantMessages
-            applied.changes = try Self.withParts(applied.changes, from: accepted, includingUpdated: withMessages, in: db)
+            try Self.fillParts(of: &applied.changes, from: accepted, includingUpdated: withMessages, in: db)
             // The rows follow the replica the receipts (if any) left.
             try Materializer(db: db, replica: lease.replica, localUser: localUser).materialize(applied.changes)
             applied.changes = try Self.withDeliveryFailures(applied.changes, localUser: localUser, in: db)
@@ -381,7 +381,8 @@ public final class Store: Sendable {
             try Self.checkLocal(batch, against: lease.replica, localUser: localUser)
             let current = CurrentSnapshots(db: db)
             let (report, changesWithoutParts) = lease.apply(batch.operations, current: current.read)
-            let rowChanges = try Self.withParts(changesWithoutParts, from: batch.operations, in: db)
+            var rowChanges = changesWithoutParts
+            try Self.fillParts(of: &rowChanges, from: batch.operations, in: db)
             try current.check()
             if let (id, error) = report.rejected.first {
                 throw StoreError(.localOperationRefused, "local operation \(id) was refused: \(error)")

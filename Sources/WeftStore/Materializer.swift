@@ -275,15 +275,23 @@ struct Materializer {
     }
 
     private func updateMessage(_ snapshot: MessageSnapshot, statuses: Bool) throws {
-        guard let number = try Int64.fetchOne(
-            try db.cachedStatement(sql: "UPDATE message SET conversation = ?, isUnread = ? WHERE id = ? RETURNING number"),
-            arguments: [
-                Data(snapshot.conversation.bytes), replica.isUnread(snapshot.id, postedTo: snapshot.postedTo),
-                Data(snapshot.id.bytes),
-            ])
+        // Read, then write only what moved: most updates are receipts, which move neither the
+        // conversation nor the unread flag, and an UPDATE … RETURNING builds a temporary table
+        // on every execution (a sender applying receipts for thousands of messages paid it for
+        // each one).
+        guard let row = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT number, conversation, isUnread FROM message WHERE id = ?"),
+            arguments: [Data(snapshot.id.bytes)])
         else {
             try insertMessage(snapshot)
             return
+        }
+        let number: Int64 = row[0]
+        let conversation = Data(snapshot.conversation.bytes)
+        let unread = replica.isUnread(snapshot.id, postedTo: snapshot.postedTo)
+        if row[1] as Data != conversation || row[2] as Bool != unread {
+            try db.cachedStatement(sql: "UPDATE message SET conversation = ?, isUnread = ? WHERE number = ?")
+                .execute(arguments: [conversation, unread, number])
         }
         if statuses { try writeStatuses(of: snapshot, number: number, replacing: true) }
     }

@@ -162,7 +162,7 @@ let package = Package(
         ),
         .testTarget(
             name: "WeftTests",
-            dependencies: ["Weft", "WeftStore", "WeftModel", "WeftCrypto", "WeftNode",
+            dependencies: ["Weft", "WeftStore", "WeftModel", "WeftCrypto", "WeftNode", "WeftWire",
                 .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),

@@ -113,6 +113,9 @@ public final class MeshNode: Service, Sendable {
     /// Identities of peers with an authenticated connection now.
     public var connectedPeers: [PublicIdentity] { registry.withLock { Array($0.sessions.keys) } }
 
+    /// Whether `peer` has an authenticated connection now.
+    public func isConnected(_ peer: PublicIdentity) -> Bool { registry.withLock { $0.sessions[peer] != nil } }
+
     /// Each authenticated peer's connection: who, where, and how it was found.
     public var peers: [ConnectedPeer] { registry.withLock { Array($0.sessions.values) } }
 

@@ -3,7 +3,8 @@ import Testing
 import Weft
 import WeftCrypto
 import WeftModel
-import WeftNode
+@testable import WeftNode
+import WeftWire
 
 @Suite("LocalNode: a whole node on a home, in-process", .timeLimit(.minutes(1)))
 struct LocalNodeTests {
@@ -31,5 +32,32 @@ struct LocalNodeTests {
         await bob.stop()
         await alice.stop()
         #expect(!FileManager.default.fileExists(atPath: aliceHome.appendingPathComponent("control.sock").path))
+    }
+
+    @Test("a stale end of a peer's connection, reported after its newer connection, leaves the newer one replicating")
+    func staleEnd() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("weft-localnode-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let meshKey = MeshKey.generate()
+        let aliceHome = root.appendingPathComponent("alice")
+        let bobHome = root.appendingPathComponent("bob")
+        _ = try NodeHome(directory: aliceHome).create(displayName: "alice", meshKey: meshKey, protection: .none)
+        let bobUser = try NodeHome(directory: bobHome).create(displayName: "bob", meshKey: meshKey, protection: .none).publicKey
+        let alice = try await LocalNode.start(home: aliceHome)
+        let bob = try await LocalNode.start(home: bobHome, peers: [alice.address])
+        try await InProcessNodeTests.eventually("alice to see bob", within: 20) { alice.daemon.node.isConnected(bobUser) }
+        let bobInfo = try #require(alice.daemon.node.peers.first { $0.info.identity == bobUser }?.info)
+
+        // The end of an earlier connection with bob, handed over only now (the order two
+        // connections' events may take): bob's current connection must keep replicating.
+        await alice.daemon.node.report(.connectionEnded(peer: bobInfo, address: nil, ConnectionEnd(.connectionLost, "an earlier connection")))
+        let conversation = try await alice.client.createConversation(with: [bobUser])
+        let sent = try await alice.client.send([MessagePart(mimeType: "text/plain", data: Array("still there".utf8))], in: conversation.id)
+        try await InProcessNodeTests.eventually("bob has the message", within: 20) { try await bob.client.message(sent.id) != nil }
+        try await InProcessNodeTests.eventually("alice sees delivered", within: 20) {
+            try await alice.client.message(sent.id)?.status(for: bobUser) == .delivered
+        }
+        await bob.stop()
+        await alice.stop()
     }
 }

@@ -144,6 +144,11 @@ public final class Replicator: Service, Sendable {
                 if let replaced { feed(.disconnected(replaced)) }
                 feed(.connected(peer, user: info.identity))
             case .connectionEnded(let info?, _, _):
+                // Events of different connections interleave: a peer's new connection may be
+                // reported before its old one's end. The node unregisters a connection before
+                // reporting its end, so a peer it still lists has a newer connection, which its
+                // own peerAuthenticated replaces (or replaced) in the core: this end is stale.
+                guard !node.isConnected(info.identity) else { continue }
                 if let peer = disconnect(info.identity) {
                     streams[info.identity] = nil
                     feed(.disconnected(peer))

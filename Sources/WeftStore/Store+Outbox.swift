@@ -122,8 +122,9 @@ extension Store {
     private static func changes(
         _ entries: [(entry: OutboxEntry, previous: OutboxEntry.State?)], withMessages: Bool = true, in db: Database
     ) throws -> [OutboxChange] {
+        guard withMessages else { return entries.map { OutboxChange(entry: $0.entry, previousState: $0.previous, message: nil) } }
         var snapshots: [OperationID: MessageSnapshot] = [:]
-        for chunk in entries.chunked(500) where withMessages {
+        for chunk in entries.chunked(500) {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
             let rows = try Row.fetchAll(
                 db.cached("\(messageColumns) WHERE m.id IN (\(marks))"), arguments: StatementArguments(chunk.map { Data($0.entry.message.bytes) }))

@@ -8,15 +8,21 @@ import WeftWire
 
 @Suite("LocalNode: a whole node on a home, in-process", .timeLimit(.minutes(1)))
 struct LocalNodeTests {
-    @Test("two homes, one call each: a message goes from one client to the other and comes back delivered")
-    func twoNodes() async throws {
+    /// Homes for alice and bob in one mesh, under a directory the caller removes.
+    static func twoHomes() throws -> (root: URL, alice: URL, bob: URL, bobUser: UserID) {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("weft-localnode-\(UUID().uuidString.prefix(8))")
-        defer { try? FileManager.default.removeItem(at: root) }
         let meshKey = MeshKey.generate()
         let aliceHome = root.appendingPathComponent("alice")
         let bobHome = root.appendingPathComponent("bob")
         _ = try NodeHome(directory: aliceHome).create(displayName: "alice", meshKey: meshKey, protection: .none)
         let bobUser = try NodeHome(directory: bobHome).create(displayName: "bob", meshKey: meshKey, protection: .none).publicKey
+        return (root, aliceHome, bobHome, bobUser)
+    }
+
+    @Test("two homes, one call each: a message goes from one client to the other and comes back delivered")
+    func twoNodes() async throws {
+        let (root, aliceHome, bobHome, bobUser) = try Self.twoHomes()
+        defer { try? FileManager.default.removeItem(at: root) }
 
         let alice = try await LocalNode.start(home: aliceHome)
         let bob = try await LocalNode.start(home: bobHome, peers: [alice.address])
@@ -36,13 +42,8 @@ struct LocalNodeTests {
 
     @Test("a stale end of a peer's connection, reported after its newer connection, leaves the newer one replicating")
     func staleEnd() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("weft-localnode-\(UUID().uuidString.prefix(8))")
+        let (root, aliceHome, bobHome, bobUser) = try Self.twoHomes()
         defer { try? FileManager.default.removeItem(at: root) }
-        let meshKey = MeshKey.generate()
-        let aliceHome = root.appendingPathComponent("alice")
-        let bobHome = root.appendingPathComponent("bob")
-        _ = try NodeHome(directory: aliceHome).create(displayName: "alice", meshKey: meshKey, protection: .none)
-        let bobUser = try NodeHome(directory: bobHome).create(displayName: "bob", meshKey: meshKey, protection: .none).publicKey
         let alice = try await LocalNode.start(home: aliceHome)
         let bob = try await LocalNode.start(home: bobHome, peers: [alice.address])
         try await InProcessNodeTests.eventually("alice to see bob", within: 20) { alice.daemon.node.isConnected(bobUser) }

@@ -333,14 +333,19 @@ struct Materializer {
         VALUES (?, ?, ?, ?, ?, ?, ?)
         """
 
-    func insert(outbox entries: [OutboxEntry]) throws {
+    /// Writes the entries an outbox lacks; returns the messages of those written waiting.
+    @discardableResult
+    func insert(outbox entries: [OutboxEntry]) throws -> Set<OperationID> {
         let insert = try db.cachedStatement(sql: Self.insertOutboxSQL)
+        var waiting: Set<OperationID> = []
         for entry in entries {
             try insert.execute(arguments: [
                 Data(entry.message.bytes), Data(entry.conversation.bytes), Int64(clamping: entry.createdAt),
                 Int64(clamping: entry.expiresAt), entry.attempts, entry.state.column, entry.state.reason,
             ])
+            if db.changesCount == 1, entry.state == .waiting { waiting.insert(entry.message) }
         }
+        return waiting
     }
 }
 

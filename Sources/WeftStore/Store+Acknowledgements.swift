@@ -19,29 +19,73 @@ extension Store {
     /// The local user's messages not sent yet (waiting, or failed) whose operations lie in
     /// `ranges`, leaving out any whose slot holds another operation here too.
     public func unsentMessages(acknowledgedIn ranges: [SlotRange]) throws -> [OperationID] {
-        let own = Dictionary(grouping: ranges.filter { $0.author == localUser }, by: \.conversation)
+        let localUser = self.localUser
+        let own = ranges.filter { $0.author == localUser }
         guard !own.isEmpty else { return [] }
+        let candidates = unsent.withLock { $0.messages(in: own) }
+        guard !candidates.isEmpty else { return [] }
         return try database.read { db in
-            // The unsent entries, through the outbox's state index: few (sent ones stay, left out).
-            let rows = try Row.fetchAll(db.cached("""
-                SELECT operation.id, operation.conversation, operation.sequence, operation.status
-                FROM outbox JOIN operation ON operation.id = outbox.message
-                WHERE outbox.state IN ('waiting', 'failed')
-                """))
             var messages: [OperationID] = []
-            for row in rows {
-                let conversation = try row.conversationID(1, "operation.conversation")
-                let sequence = UInt64(bitPattern: row[2])
-                guard let runs = own[conversation], runs.contains(where: { $0.sequences.contains(sequence) }) else { continue }
-                let message = try row.operationID(0, "operation.id")
-                guard try !Self.slotHoldsAnother(
-                    than: message, conversation: conversation, author: localUser, sequence: sequence,
-                    isAccepted: (row[3] as String) == "accepted", in: db)
-                else { continue }
-                messages.append(message)
+            var start = candidates.startIndex
+            while start < candidates.endIndex {
+                let log = candidates[start].log
+                let end = candidates[start...].firstIndex { $0.log != log } ?? candidates.endIndex
+                // The local user's operations in the log that are not accepted: almost always
+                // none, and then no slot holds another (a slot holds one accepted operation).
+                let refused = try Row.fetchAll(
+                    db.cached("SELECT id, sequence FROM operation WHERE conversation = ? AND status IN ('pending', 'rejected') AND author = ?"),
+                    arguments: [Data(log.bytes), Data(localUser.bytes)])
+                for candidate in candidates[start..<end] {
+                    if !refused.isEmpty {
+                        let isAccepted = !refused.contains { ($0[0] as Data) == Data(candidate.message.bytes) }
+                        guard try !Self.slotHoldsAnother(
+                            than: candidate.message, conversation: log, author: localUser, sequence: candidate.sequence,
+                            isAccepted: isAccepted, in: db)
+                        else { continue }
+                    }
+                    messages.append(candidate.message)
+                }
+                start = end
             }
             return messages
         }
+    }
+
+    /// Notes the outbox entries of a local batch being committed in `UnsentSlots`, by the slots
+    /// of their messages (read from the store for an entry whose message is not in the batch).
+    func noteUnsent(_ batch: LocalBatch, in db: Database) throws {
+        guard !batch.outbox.isEmpty else { return }
+        let operations = Dictionary(batch.operations.map { ($0.id, $0.operation) }, uniquingKeysWith: { first, _ in first })
+        var slots: [(message: OperationID, log: ConversationID, sequence: UInt64)] = []
+        for entry in batch.outbox {
+            if let operation = operations[entry.message] {
+                if operation.author == localUser { slots.append((entry.message, operation.conversation, operation.sequence)) }
+            } else if let row = try Row.fetchOne(
+                db.cached("SELECT conversation, sequence FROM operation WHERE id = ? AND author = ?"),
+                arguments: [Data(entry.message.bytes), Data(localUser.bytes)])
+            {
+                slots.append((entry.message, try row.conversationID(0, "operation.conversation"), UInt64(bitPattern: row[1])))
+            }
+        }
+        unsent.withLock { unsent in
+            for slot in slots { unsent.insert(slot.message, log: slot.log, sequence: slot.sequence) }
+        }
+    }
+
+    /// The outbox's unsent entries (waiting or failed) by slot, as the store opens.
+    static func unsentSlots(in db: Database) throws -> UnsentSlots {
+        var slots = UnsentSlots()
+        for row in try Row.fetchAll(db, sql: """
+            SELECT operation.id, operation.conversation, operation.sequence
+            FROM outbox JOIN operation ON operation.id = outbox.message
+            WHERE outbox.state IN ('waiting', 'failed')
+            """)
+        {
+            slots.insert(
+                try row.operationID(0, "operation.id"), log: try row.conversationID(1, "operation.conversation"),
+                sequence: UInt64(bitPattern: row[2]))
+        }
+        return slots
     }
 
     /// Whether the store holds an operation other than `operation` in its slot. A slot holds at

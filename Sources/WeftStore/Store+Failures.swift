@@ -101,6 +101,8 @@ extension Store {
     /// The failure records of these messages: reason per message and recipient.
     static func failureReasons(of messages: some Collection<Data>, in db: Database) throws -> [Data: [UserID: String]] {
         var reasons: [Data: [UserID: String]] = [:]
+        // Most stores have no failure at all: one lookup instead of a list query to prepare.
+        guard !messages.isEmpty, try Bool.fetchOne(db.cached("SELECT EXISTS (SELECT 1 FROM delivery_failure)")) == true else { return reasons }
         for chunk in Array(messages).chunked(500) {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
             for row in try Row.fetchAll(

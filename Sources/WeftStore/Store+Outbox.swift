@@ -31,6 +31,7 @@ extension Store {
     /// The mesh has the message: it leaves the outbox.
     public func markSent(_ message: OperationID) async throws {
         try await setState(of: message, to: .sent)
+        unsent.withLock { $0.remove([message]) }
     }
 
     /// A peer acknowledged storing these operations (SPEC.md §14): those of them in the outbox
@@ -41,7 +42,7 @@ extension Store {
     public func markSent(among operations: [OperationID]) async throws -> [OperationID] {
         guard !operations.isEmpty else { return [] }
         // Lost in a power cut, the marks come back: the messages are sent and acknowledged again.
-        return try await write(syncing: false) { db in
+        let sent = try await write(syncing: false) { db in
             let withMessages = self.subscribers.wantMessages
             var sent: [(entry: OutboxEntry, previous: OutboxEntry.State?)] = []
             let update = try db.cachedStatement(sql: "UPDATE outbox SET state = 'sent', reason = NULL WHERE message = ?")
@@ -61,6 +62,9 @@ extension Store {
             let changes = try Self.changes(sent, withMessages: withMessages, in: db)
             return (changes.map(\.entry.message), Publication(outbox: changes, includesMessages: withMessages))
         }
+        // Committed: none of them is unsent now (those without a waiting or failed entry were not).
+        unsent.withLock { $0.remove(operations) }
+        return sent
     }
 
     /// The message failed for good, with the reason (one line, for the sender's callback).
@@ -134,9 +138,16 @@ extension Store {
     }
 
     /// The local user's messages among `changes` still waiting in the outbox.
-    static func waitingMessages(among changes: ChangeSet, localUser: UserID, in db: Database) throws -> Set<OperationID> {
-        let local = changes.messages.compactMap { change in change.snapshot.flatMap { $0.sender == localUser ? $0.id : nil } }
-        return try waiting(among: Array(Set(local)), in: db)
+    /// `inserted`: entries this transaction wrote waiting. Only a message `UnsentSlots` names
+    /// can wait, so a commit that touches messages sent long ago (their receipts) asks the
+    /// outbox nothing, and neither does one that posts.
+    func waitingMessages(among changes: ChangeSet, inserted: Set<OperationID> = [], in db: Database) throws -> Set<OperationID> {
+        let localUser = self.localUser
+        let local = Set(changes.messages.compactMap { change in change.snapshot.flatMap { $0.sender == localUser ? $0.id : nil } })
+        var waiting = local.intersection(inserted)
+        let unknown = unsent.withLock { unsent in local.filter { !waiting.contains($0) && unsent.contains($0) } }
+        waiting.formUnion(try Self.waiting(among: Array(unknown), in: db))
+        return waiting
     }
 
     static func waiting(among messages: [OperationID], in db: Database) throws -> Set<OperationID> {

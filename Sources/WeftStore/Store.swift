@@ -39,6 +39,8 @@ public final class Store: Sendable {
     let state = Mutex(ReplicaSlot())
     /// Who listens to `changes()`, and the number of the last batch published.
     let subscribers = ChangeSubscribers()
+    /// The local user's unsent messages by slot, for acknowledgements (`UnsentSlots`).
+    let unsent = Mutex(UnsentSlots())
 
     struct ReplicaSlot {
         var replica: Replica?
@@ -98,6 +100,8 @@ public final class Store: Sendable {
                 try db.execute(sql: "INSERT INTO setting (key, value) VALUES ('localUser', ?)", arguments: [key])
             }
         }
+        let unsentSlots = try database.read(Self.unsentSlots)
+        unsent.withLock { $0 = unsentSlots }
     }
 
     deinit { subscribers.finishAll() }
@@ -272,7 +276,7 @@ public final class Store: Sendable {
             // The rows follow the replica the receipts (if any) left.
             try Materializer(db: db, replica: lease.replica, localUser: localUser).materialize(applied.changes)
             applied.changes = try Self.withDeliveryFailures(applied.changes, localUser: localUser, in: db)
-            let waiting = try Self.waitingMessages(among: applied.changes, localUser: localUser, in: db)
+            let waiting = try self.waitingMessages(among: applied.changes, in: db)
             // Received operations are published: their logs have left some node already.
             let new = Self.firstStored(accepted, report: report, held: held)
             let stored = try Self.recordStored(new + applied.acknowledgements, publishing: Set(new.map(\.operation.conversation)), in: db)
@@ -392,7 +396,8 @@ public final class Store: Sendable {
             }
             let materializer = Materializer(db: db, replica: lease.replica, localUser: localUser)
             try materializer.write(batch: batch.operations, report: report, changes: rowChanges)
-            try materializer.insert(outbox: batch.outbox)
+            let inserted = try materializer.insert(outbox: batch.outbox)
+            try noteUnsent(batch, in: db)
             let changes = try Self.withDeliveryFailures(rowChanges, localUser: localUser, in: db)
             let snapshots = Dictionary(changes.messages.compactMap { $0.snapshot.map { ($0.id, $0) } }, uniquingKeysWith: { _, last in last })
             let stored = try Self.recordStored(
@@ -400,7 +405,7 @@ public final class Store: Sendable {
             let publication = Publication(
                 changes: changes,
                 outbox: batch.outbox.map { OutboxChange(entry: $0, previousState: nil, message: snapshots[$0.message]) },
-                waitingMessages: try Self.waitingMessages(among: changes, localUser: localUser, in: db),
+                waitingMessages: try waitingMessages(among: changes, inserted: inserted, in: db),
                 stored: stored)
             Self.trim(&lease.replica, keeping: Set(batch.operations.map(\.operation.conversation)), limit: cachedOperationLimit)
             var applied = Applied(report: report, refused: [], changes: changes)

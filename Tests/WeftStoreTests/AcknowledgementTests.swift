@@ -94,4 +94,39 @@ struct AcknowledgementTests {
         #expect(try store.unsentMessages(acknowledgedIn: [SlotRange(conversation: conversation, author: identity.publicKey, sequences: 2...2)]) == [])
         #expect(try store.outbox().map(\.message) == [posts[0].id])
     }
+
+    @Test("the unsent messages are found by slot after the store reopens; what was sent before stays sent")
+    func slotsSurviveAReopen() async throws {
+        let identity = NodeIdentity.generate()
+        var me = Author(identity: identity)
+        let directory = LogSummaryTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var posts: [SignedOperation] = []
+        let conversation: ConversationID
+        do {
+            let store = try Store(directory: directory, localUser: me.user)
+            let create = me.createConversation(with: [NodeIdentity.generate().publicKey], in: try store.replica, wallMilliseconds: Self.now)
+            _ = try await store.commitLocal([create])
+            conversation = create.operation.conversation
+            for index in 0..<3 {
+                let post = me.write(LocalWriteTests.text("m\(index)"), in: conversation, replica: try store.replica, wallMilliseconds: Self.now + 1 + UInt64(index))
+                _ = try await store.commitLocal([post], outbox: [OutboxEntry(posting: post, createdAt: Self.now)])
+                posts.append(post)
+            }
+            #expect(try await store.markSent(acknowledged: [SlotRange(conversation: conversation, author: me.user, sequences: 2...2)]) == [posts[0].id])
+        }
+        let reopened = try Store(directory: directory, localUser: me.user)
+        let everySlot = [SlotRange(conversation: conversation, author: me.user, sequences: 1...9)]
+        #expect(try reopened.unsentMessages(acknowledgedIn: everySlot) == [posts[1].id, posts[2].id])
+        #expect(Set(try await reopened.markSent(acknowledged: everySlot)) == [posts[1].id, posts[2].id])
+        #expect(try reopened.outbox().isEmpty)
+    }
+
+    @Test("a range as long as a sequence goes (a peer's, unchecked) finds the messages in it without walking it")
+    func longestRange() async throws {
+        let identity = NodeIdentity.generate()
+        let (store, create, posts) = try await Self.posted(2, by: identity)
+        let range = SlotRange(conversation: create.operation.conversation, author: identity.publicKey, sequences: 0...UInt64.max)
+        #expect(try store.unsentMessages(acknowledgedIn: [range]) == posts.map(\.id))
+    }
 }

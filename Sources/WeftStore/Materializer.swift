@@ -145,14 +145,14 @@ struct Materializer {
             try db.execute(sql: "DELETE FROM conversation WHERE id = ? AND canonical = id", arguments: [Data(id.bytes)])
         }
 
-        var messageUpserts: [OperationID: (snapshot: MessageSnapshot, properties: Set<MessageChange.Property>, created: Bool)] = [:]
+        var messageUpserts: [OperationID: MessageUpsert] = [:]
         messageUpserts.reserveCapacity(changes.messages.count)
         for change in changes.messages {
             switch change.kind {
             case .create:
-                messageUpserts[change.id] = (change.snapshot!, [], true)
+                messageUpserts[change.id] = MessageUpsert(snapshot: change.snapshot!, created: true)
             case .update:
-                messageUpserts[change.id, default: (change.snapshot!, [], false)].properties.formUnion(change.property.map { [$0] } ?? [])
+                messageUpserts[change.id, default: MessageUpsert(snapshot: change.snapshot!, created: false)].note(change)
             case .delete:
                 try db.cachedStatement(sql: "DELETE FROM message WHERE id = ?").execute(arguments: [Data(change.id.bytes)])
             }
@@ -164,7 +164,7 @@ struct Materializer {
             if entry.created {
                 if try insertMessage(entry.snapshot) { insertedUnread[entry.snapshot.conversation, default: 0] += 1 }
             } else if entry.properties != [.position] {  // positions are computed on read
-                try updateMessage(entry.snapshot, statuses: entry.properties.contains(.recipientStatus))
+                try updateMessage(entry.snapshot, statuses: entry.statusWrite)
             }
         }
 
@@ -274,7 +274,44 @@ struct Materializer {
         return unread
     }
 
-    private func updateMessage(_ snapshot: MessageSnapshot, statuses: Bool) throws {
+    /// What a batch changes in one message row.
+    private struct MessageUpsert {
+        var snapshot: MessageSnapshot
+        var created: Bool
+        var properties: Set<MessageChange.Property> = []
+        /// The statuses before the batch, from its one status change (nil after two: then the
+        /// rows are written whole).
+        var statusesBefore: [UserID: RecipientStatus]?
+        var statusChanges = 0
+
+        mutating func note(_ change: MessageChange) {
+            guard let property = change.property else { return }
+            properties.insert(property)
+            if property == .recipientStatus {
+                statusChanges += 1
+                if case .statuses(let old) = change.oldValue { statusesBefore = old }
+            }
+        }
+
+        var statusWrite: StatusWrite {
+            guard properties.contains(.recipientStatus) else { return .none }
+            guard statusChanges == 1, let statusesBefore else { return .whole }
+            return .changed(from: statusesBefore)
+        }
+    }
+
+    /// How an update writes a message's receipt rows.
+    private enum StatusWrite {
+        case none
+        /// Deletes them and writes them all again.
+        case whole
+        /// Writes only the recipients whose status moved from these (a receipt moves one):
+        /// for a sender whose messages are delivered by the thousand, a row each instead of
+        /// deleting and rewriting every recipient's.
+        case changed(from: [UserID: RecipientStatus])
+    }
+
+    private func updateMessage(_ snapshot: MessageSnapshot, statuses: StatusWrite) throws {
         // Read, then write only what moved: most updates are receipts, which move neither the
         // conversation nor the unread flag, and an UPDATE … RETURNING builds a temporary table
         // on every execution (a sender applying receipts for thousands of messages paid it for
@@ -293,7 +330,37 @@ struct Materializer {
             try db.cachedStatement(sql: "UPDATE message SET conversation = ?, isUnread = ? WHERE number = ?")
                 .execute(arguments: [conversation, unread, number])
         }
-        if statuses { try writeStatuses(of: snapshot, number: number, replacing: true) }
+        switch statuses {
+        case .none: break
+        case .whole: try writeStatuses(of: snapshot, number: number, replacing: true)
+        case .changed(let before): try writeStatuses(of: snapshot, number: number, changedFrom: before)
+        }
+    }
+
+    private func writeStatuses(of snapshot: MessageSnapshot, number: Int64, changedFrom before: [UserID: RecipientStatus]) throws {
+        for (user, status) in snapshot.recipientStatus where before[user] != status {
+            let statement = try db.cachedStatement(sql: before[user] == nil
+                ? "INSERT INTO receipt (message, recipient, status) VALUES (?, ?, ?)"
+                : "UPDATE receipt SET status = ? WHERE message = ? AND recipient = ?")
+            try statement.execute(db) { row in
+                if before[user] == nil {
+                    row.bind(1, number)
+                    row.bind(2, blob: user.bytes)
+                    row.bind(3, status.rawValue)
+                } else {
+                    row.bind(1, status.rawValue)
+                    row.bind(2, number)
+                    row.bind(3, blob: user.bytes)
+                }
+            }
+        }
+        let delete = try db.cachedStatement(sql: "DELETE FROM receipt WHERE message = ? AND recipient = ?")
+        for user in before.keys where snapshot.recipientStatus[user] == nil {
+            try delete.execute(db) { row in
+                row.bind(1, number)
+                row.bind(2, blob: user.bytes)
+            }
+        }
     }
 
     /// `fresh`: the message row is new, so it has no receipt rows yet.

@@ -34,11 +34,23 @@ extension Store {
     }
 
     /// The canonical conversation `id` resolves to, and whether `user` is one of its
-    /// participants; nil if the store has no such conversation. One query: what a send
-    /// checks before it posts. A single statement reads one state of the database on its own,
-    /// so it runs outside a transaction: GRDB's BEGIN and COMMIT around it cost more than the
-    /// query (they were a tenth of a sending node's time).
+    /// participants; nil if the store has no such conversation: what a send checks before it
+    /// posts. For the local user, the answer is kept until a commit changes who is in a
+    /// conversation or merges one (`Memberships`); the post's commit checks again anyway.
     public func membership(of user: UserID, in id: ConversationID) throws -> (canonical: ConversationID, isParticipant: Bool)? {
+        guard user == localUser else { return try Self.membership(of: user, in: id, database: database) }
+        let (known, generation) = memberships.withLock { ($0.entries[id], $0.generation) }
+        if let known { return known }
+        let found = try Self.membership(of: user, in: id, database: database)
+        if let found { memberships.withLock { $0.keep(found, for: id, readAt: generation) } }
+        return found
+    }
+
+    /// A single statement reads one state of the database on its own, so it runs outside a
+    /// transaction: GRDB's BEGIN and COMMIT around it cost more than the query.
+    private static func membership(
+        of user: UserID, in id: ConversationID, database: any DatabaseWriter
+    ) throws -> (canonical: ConversationID, isParticipant: Bool)? {
         try database.unsafeRead { db in
             let row = try Row.fetchOne(
                 db.cached("""

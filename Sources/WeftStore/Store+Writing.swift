@@ -63,6 +63,7 @@ extension Store {
                         throw error
                     }
                     self.giveBack(lease.replica)
+                    self.memberships.withLock { $0.committed(result.1.changes) }
                     self.subscribers.publish(result.1)
                     return result.0
                 }
@@ -84,16 +85,18 @@ extension Store {
         try await database.writeWithoutTransaction { db in
             // The connection's level before (FULL on disk), put back whatever the body did: a
             // restore that fails throws rather than leave later commits unsynced.
-            let level = syncing ? nil : try Int.fetchOne(db, sql: "PRAGMA synchronous")
-            if level != nil { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            // (Prepared once: the pragmas ran at every acknowledgement.)
+            let level = syncing ? nil : try Int.fetchOne(db.cachedStatement(sql: "PRAGMA synchronous"))
+            if level != nil { try db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").execute() }
             let result: (T, Publication)
             do {
                 result = try Self.inTransaction(db) { try body(db) }
             } catch {
-                if let level { try db.execute(sql: "PRAGMA synchronous = \(level)") }
+                if let level { try db.cachedStatement(sql: "PRAGMA synchronous = \(level)").execute() }
                 throw error
             }
-            if let level { try db.execute(sql: "PRAGMA synchronous = \(level)") }
+            if let level { try db.cachedStatement(sql: "PRAGMA synchronous = \(level)").execute() }
+            self.memberships.withLock { $0.committed(result.1.changes) }
             self.subscribers.publish(result.1)
             return result.0
         }

@@ -41,6 +41,8 @@ public final class Store: Sendable {
     let subscribers = ChangeSubscribers()
     /// The local user's unsent messages by slot, for acknowledgements (`UnsentSlots`).
     let unsent = Mutex(UnsentSlots())
+    /// The local user's membership of conversations, for sends (`Memberships`).
+    let memberships = Mutex(Memberships())
 
     struct ReplicaSlot {
         var replica: Replica?

@@ -168,7 +168,9 @@ struct ClientTests {
         try await sync(bob, to: alice)
         #expect(try await alice.conversation(conversation.id)?.metadata == ["title": "dinner", "place": "home"])
 
-        // Bob leaves; he can no longer write to it.
+        // Bob leaves; he can no longer write to it (what his last send found out about his
+        // membership is forgotten when he leaves).
+        try await bob.send([.text("bye")], in: conversation.id)
         try await bob.removeParticipants([await bob.localUser], from: conversation.id)
         await #expect(throws: WeftError.notAParticipant) { try await bob.send([.text("still here?")], in: conversation.id) }
     }

@@ -30,11 +30,11 @@ def req(description, type_, rid, fields, body):
 
 TYPES = {"PING": 1, "STATUS": 2, "PEERS": 3, "USERS": 4, "CREATE CONVERSATION": 0x10, "ADD PARTICIPANTS": 0x11,
          "REMOVE PARTICIPANTS": 0x12, "LEAVE": 0x13, "CONVERSATIONS": 0x14, "CONVERSATION": 0x15, "SEND": 0x20,
-         "MESSAGES": 0x21, "MARK READ": 0x22, "MARK ALL READ": 0x23, "WAIT": 0x30, "WATCH": 0x31,
+         "MESSAGES": 0x21, "MARK READ": 0x22, "MARK ALL READ": 0x23, "SEND BATCH": 0x24, "WAIT": 0x30, "WATCH": 0x31,
          "STATISTICS": 0x05, "CONNECT": 0x40, "CUT": 0x41, "HEAL": 0x42, "STATISTICS RESULT": 0x85,
          "DONE": 0x80, "PONG": 0x81, "STATUS RESULT": 0x82, "PEERS RESULT": 0x83, "USERS RESULT": 0x84,
          "CONVERSATION RESULT": 0x90, "CONVERSATIONS RESULT": 0x91, "SENT": 0x92, "MESSAGES RESULT": 0x93,
-         "FOUND": 0x94, "WATCHING": 0xa0, "EVENT": 0xa1, "ERROR": 0xff}
+         "FOUND": 0x94, "SENT BATCH": 0x95, "WATCHING": 0xa0, "EVENT": 0xa1, "ERROR": 0xff}
 
 req("PING with value 7 (the example of §15.2)", "PING", 1, {"value": "7"}, u64(7))
 req("STATUS", "STATUS", 2, {}, b"")
@@ -64,6 +64,10 @@ req("statistics", "STATISTICS", 19, {}, b"")
 req("dial 127.0.0.1:7400 and keep dialing it", "CONNECT", 20, {"address": "127.0.0.1:7400"}, text("127.0.0.1:7400"))
 req("cut the link to bob", "CUT", 21, {"peer": BOB}, h(BOB))
 req("heal the link to bob", "HEAL", 22, {"peer": BOB}, h(BOB))
+req("two text messages, the second to another conversation", "SEND BATCH", 23,
+    {"messages": [{"conversation": CONV, "parts": [{"mimeType": "text/plain", "dataHex": "6869"}]},
+                  {"conversation": MERGED, "parts": [{"mimeType": "text/plain", "dataHex": "796f"}]}]},
+    lst([h(CONV) + lst([text("text/plain") + blob(b"hi")]), h(MERGED) + lst([text("text/plain") + blob(b"yo")])]))
 
 conversation_fields = {"conversation": CONV, "creator": ALICE, "createdAt": str(HLC), "distinct": True,
     "participants": [ALICE, BOB], "merged": [MERGED], "metadata": {"title": "Lunch"}, "messageCount": 1,
@@ -106,6 +110,9 @@ resp("a page holding the only conversation", "CONVERSATIONS RESULT", 10, {"total
 resp("the message stored", "SENT", 12, {"message": MSG}, h(MSG))
 resp("a page from position 2 of 3: a text part inline, a 4096-byte part by size only", "MESSAGES RESULT", 13,
     {"total": 3, "messages": [message_fields]}, u32(3) + page([message_bytes]))
+resp("the first message stored, the second refused", "SENT BATCH", 23,
+    {"outcomes": [{"message": MSG}, {"code": 10, "text": "There is no conversation " + MERGED + "."}]},
+    lst([u8(1) + h(MSG), u8(2) + u16(10) + text("There is no conversation " + MERGED + ".")]))
 resp("the message exists", "FOUND", 16, {"object": {"message": MSG}}, u8(2) + h(MSG))
 resp("the watch started", "WATCHING", 18, {}, b"")
 resp("a conversation's participants changed", "EVENT", 18,
@@ -140,6 +147,8 @@ invalid = [
     {"description": "CREATE CONVERSATION with a metadata key twice", "hex": frame(0x10, 5, u8(1) + lst([h(BOB)]) + lst([text("a") + text("1"), text("a") + text("2")])), "errorCode": 1},
     {"description": "ADD PARTICIPANTS with an empty list", "hex": frame(0x11, 7, h(CONV) + lst([])), "errorCode": 1},
     {"description": "SEND with a MIME type that is not UTF-8", "hex": frame(0x20, 12, h(CONV) + lst([u16(2) + b"\xc3\x28" + blob(b"x")])), "errorCode": 1},
+    {"description": "SEND BATCH of no messages", "hex": frame(0x24, 23, lst([])), "errorCode": 1},
+    {"description": "SEND BATCH of 257 messages", "hex": frame(0x24, 23, lst([h(CONV) + lst([text("text/plain") + blob(b"x")])] * 257)), "errorCode": 1},
     {"description": "CUT with a user cut short", "hex": frame(0x41, 21, h(BOB)[:31]), "errorCode": 1},
     {"description": "WAIT for an unassigned object kind", "hex": frame(0x30, 16, u8(3) + h(CONV) + u32(0)), "errorCode": 1},
 ]

@@ -124,6 +124,18 @@ public final class ClientControlHandler: ControlHandler {
         return message.id
     }
 
+    public func sendBatch(_ messages: [ControlRequest.Outgoing]) async -> [ControlResponse.SendOutcome] {
+        let outgoing = messages.map { message in
+            WeftClient.OutgoingMessage(message.parts.map { MessagePart(mimeType: $0.mimeType, data: $0.data) }, in: message.conversation)
+        }
+        return await client.send(outgoing).map { result in
+            switch result {
+            case .success(let message): .sent(message.id)
+            case .failure(let error): .refused(ControlFailure(error))
+            }
+        }
+    }
+
     public func messages(in conversation: ConversationID, offset: Int, limit: Int) async throws(ControlFailure) -> (total: Int, [MessageRecord]) {
         let canonical = try await existing(conversation).id
         let predicates = [MessagePredicate(.conversation, .equal, .conversation(canonical))]

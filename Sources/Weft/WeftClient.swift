@@ -84,6 +84,48 @@ public actor WeftClient {
     public func send(
         _ parts: [MessagePart], options: MessageOptions = MessageOptions(), in conversation: ConversationID
     ) async throws(WeftError) -> Message {
+        let canonical = try postingLog(parts, options: options, in: conversation)
+        let posted = try await storeWrite { try await mailbox.postShowing(parts, options: options, in: canonical, timeToLive: timeToLiveMilliseconds) }
+        return try sentMessage(posted)
+    }
+
+    /// A message for `send(_:)`, which sends several at once.
+    public struct OutgoingMessage: Sendable {
+        public var parts: [MessagePart]
+        public var options: MessageOptions
+        public var conversation: ConversationID
+
+        public init(_ parts: [MessagePart], options: MessageOptions = MessageOptions(), in conversation: ConversationID) {
+            self.parts = parts
+            self.options = options
+            self.conversation = conversation
+        }
+    }
+
+    /// Sends several messages, each validated and stored as `send(_:options:in:)` would, and
+    /// returns at once: they are queued for the store together, so they share its commits
+    /// (and the messages of one conversation keep the order given). Returns each one's message
+    /// or why it was refused, in order; a refusal leaves the others.
+    public func send(_ messages: [OutgoingMessage]) async -> [Result<Message, WeftError>] {
+        var results = [Result<Message, WeftError>?](repeating: nil, count: messages.count)
+        var postings: [(index: Int, posting: Mailbox.Posting)] = []
+        for (index, message) in messages.enumerated() {
+            do throws(WeftError) {
+                let canonical = try postingLog(message.parts, options: message.options, in: message.conversation)
+                postings.append((index, Mailbox.Posting(message.parts, options: message.options, in: canonical, timeToLive: timeToLiveMilliseconds)))
+            } catch {
+                results[index] = .failure(error)
+            }
+        }
+        let outcomes = await mailbox.postShowing(postings.map(\.posting))
+        for ((index, _), outcome) in zip(postings, outcomes) {
+            results[index] = outcome.mapError(Self.translate).flatMap { posted in Result { () throws(WeftError) in try sentMessage(posted) } }
+        }
+        return results.map { $0! }
+    }
+
+    /// Validates a message for sending; returns the log it goes to (the canonical conversation).
+    private func postingLog(_ parts: [MessagePart], options: MessageOptions, in conversation: ConversationID) throws(WeftError) -> ConversationID {
         guard !parts.isEmpty else { throw .noParts }
         for part in parts where !MessagePart.isValidMIMEType(part.mimeType) { throw .invalidMIMEType(part.mimeType) }
         try checkLimits(.postMessage(parts: parts, options: options))
@@ -91,10 +133,13 @@ public actor WeftClient {
             throw .unknownConversation(conversation.hex)
         }
         guard membership.isParticipant else { throw .notAParticipant }
-        let canonical = membership.canonical
-        let ttl = UInt64(timeToLive.components.seconds) * 1000
-        let posted = try await storeWrite { try await mailbox.postShowing(parts, options: options, in: canonical, timeToLive: ttl) }
-        // As the commit wrote it: in the outbox, so not sent yet.
+        return membership.canonical
+    }
+
+    private var timeToLiveMilliseconds: UInt64 { UInt64(timeToLive.components.seconds) * 1000 }
+
+    /// The message a post stored, as its commit wrote it (in the outbox, so not sent yet).
+    private func sentMessage(_ posted: (post: SignedOperation, message: MessageSnapshot?)) throws(WeftError) -> Message {
         if let snapshot = posted.message { return Message(snapshot, localUser: localUser, unsent: true) }
         guard let message = try message(posted.post.id) else { throw .unknownMessage(posted.post.id.hex) }
         return message

@@ -17,4 +17,6 @@ public enum ControlConstants {
     public static let maxInlinePartByteCount = 2048
     /// Requests a node serves at once on one connection; it reads no further until one ends.
     public static let maxRequestsInFlight = 16
+    /// Messages in one SEND BATCH, at most.
+    public static let maxBatchCount = 256
 }

@@ -18,6 +18,9 @@ public protocol ControlHandler: Sendable {
     func conversations(offset: Int, limit: Int) async throws(ControlFailure) -> (total: Int, [ConversationRecord])
     func conversation(_ id: ConversationID) async throws(ControlFailure) -> ConversationRecord
     func send(_ parts: [ControlRequest.Part], in conversation: ConversationID) async throws(ControlFailure) -> OperationID
+    /// Each message as `send` would send it, in order, a refusal of one leaving the others;
+    /// what became of each, in order.
+    func sendBatch(_ messages: [ControlRequest.Outgoing]) async -> [ControlResponse.SendOutcome]
     /// The conversation's message count, and up to `limit` messages from position `offset`.
     func messages(in conversation: ConversationID, offset: Int, limit: Int) async throws(ControlFailure) -> (total: Int, [MessageRecord])
     func markRead(_ message: OperationID) async throws(ControlFailure)
@@ -75,6 +78,7 @@ extension ControlHandler {
             return .conversations(total: UInt32(clamping: total), try Self.fitting(records) { $0.write(into: &$1) })
         case .conversation(let id): return .conversation(try await conversation(id))
         case .send(let parts, let conversation): return .sent(try await send(parts, in: conversation))
+        case .sendBatch(let messages): return .sentBatch(await sendBatch(messages))
         case .messages(let conversation, let offset):
             let (total, records) = try await messages(in: conversation, offset: Int(offset), limit: Self.pageLimit)
             return .messages(total: UInt32(clamping: total), try Self.fitting(records) { $0.write(into: &$1) })

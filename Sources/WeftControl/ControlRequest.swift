@@ -17,6 +17,8 @@ public enum ControlRequest: Hashable, Sendable {
     case conversations(offset: UInt32)
     case conversation(ConversationID)
     case send([Part], in: ConversationID)
+    /// Up to `ControlConstants.maxBatchCount` messages, each sent as SEND would send it.
+    case sendBatch([Outgoing])
     /// A page of the conversation's messages from position `offset`.
     case messages(ConversationID, offset: UInt32)
     case markRead(OperationID)
@@ -59,12 +61,23 @@ public enum ControlRequest: Hashable, Sendable {
         }
     }
 
+    /// One message of a SEND BATCH: its conversation and parts.
+    public struct Outgoing: Hashable, Sendable {
+        public var conversation: ConversationID
+        public var parts: [Part]
+
+        public init(_ parts: [Part], in conversation: ConversationID) {
+            self.conversation = conversation
+            self.parts = parts
+        }
+    }
+
     /// The request types of SPEC.md §15.4.
     public enum Kind: UInt8, CaseIterable, Sendable {
         case ping = 0x01, status = 0x02, peers = 0x03, users = 0x04, statistics = 0x05
         case createConversation = 0x10, addParticipants = 0x11, removeParticipants = 0x12, leave = 0x13
         case conversations = 0x14, conversation = 0x15
-        case send = 0x20, messages = 0x21, markRead = 0x22, markAllRead = 0x23
+        case send = 0x20, messages = 0x21, markRead = 0x22, markAllRead = 0x23, sendBatch = 0x24
         case wait = 0x30, watch = 0x31
         case connect = 0x40, cut = 0x41, heal = 0x42
     }
@@ -82,6 +95,7 @@ public enum ControlRequest: Hashable, Sendable {
         case .conversations: .conversations
         case .conversation: .conversation
         case .send: .send
+        case .sendBatch: .sendBatch
         case .messages: .messages
         case .markRead: .markRead
         case .markAllRead: .markAllRead
@@ -122,11 +136,9 @@ public enum ControlRequest: Hashable, Sendable {
         case .conversations(let offset):
             body.writeInteger(offset)
         case .send(let parts, let conversation):
-            body.writeBytes(conversation.bytes)
-            body.writeList(parts) {
-                $0.writeControlText($1.mimeType)
-                $0.writeBlob($1.data)
-            }
+            Self.write(parts, in: conversation, into: &body)
+        case .sendBatch(let messages):
+            body.writeList(messages) { Self.write($1.parts, in: $1.conversation, into: &$0) }
         case .messages(let conversation, let offset):
             body.writeBytes(conversation.bytes)
             body.writeInteger(offset)
@@ -141,6 +153,22 @@ public enum ControlRequest: Hashable, Sendable {
             body.writeBytes(peer.bytes)
         }
         return ControlFrame(type: kind.rawValue, requestID: requestID, body: body)
+    }
+
+    private static func write(_ parts: [Part], in conversation: ConversationID, into body: inout ByteBuffer) {
+        body.writeBytes(conversation.bytes)
+        body.writeList(parts) {
+            $0.writeControlText($1.mimeType)
+            $0.writeBlob($1.data)
+        }
+    }
+
+    private static func readMessage(from body: inout ByteBuffer) throws(ControlFailure) -> Outgoing {
+        let conversation = try body.readConversation("conversation")
+        let parts = try body.readList("parts") { (b: inout ByteBuffer) throws(ControlFailure) in
+            Part(mimeType: try b.readControlText("MIME type"), data: try b.readBlob("part data", limit: ControlConstants.maxFrameByteCount))
+        }
+        return Outgoing(parts, in: conversation)
     }
 
     /// Bytes of a frame for this request (its length included): what a client checks against
@@ -185,11 +213,14 @@ public enum ControlRequest: Hashable, Sendable {
         case .markAllRead: self = .markAllRead(try body.readConversation("conversation"))
         case .conversations: self = .conversations(offset: try body.readU32("offset"))
         case .send:
-            let conversation = try body.readConversation("conversation")
-            let parts = try body.readList("parts") { (b: inout ByteBuffer) throws(ControlFailure) in
-                Part(mimeType: try b.readControlText("MIME type"), data: try b.readBlob("part data", limit: ControlConstants.maxFrameByteCount))
+            let message = try Self.readMessage(from: &body)
+            self = .send(message.parts, in: message.conversation)
+        case .sendBatch:
+            let messages = try body.readList("messages") { (b: inout ByteBuffer) throws(ControlFailure) in try Self.readMessage(from: &b) }
+            guard (1...ControlConstants.maxBatchCount).contains(messages.count) else {
+                throw .malformed("a SEND BATCH holds 1 to \(ControlConstants.maxBatchCount) messages, not \(messages.count)")
             }
-            self = .send(parts, in: conversation)
+            self = .sendBatch(messages)
         case .messages:
             let conversation = try body.readConversation("conversation")
             self = .messages(conversation, offset: try body.readU32("offset"))

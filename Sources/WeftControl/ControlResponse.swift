@@ -17,6 +17,8 @@ public enum ControlResponse: Hashable, Sendable {
     case conversations(total: UInt32, [ConversationRecord])
     /// The message just stored.
     case sent(OperationID)
+    /// What became of each message of a SEND BATCH, in the request's order.
+    case sentBatch([SendOutcome])
     /// A page: `total` messages exist, these start at the requested position.
     case messages(total: UInt32, [MessageRecord])
     /// The object waited for exists (for a merged conversation: the one it was merged into).
@@ -26,10 +28,19 @@ public enum ControlResponse: Hashable, Sendable {
     case event(ControlEvent)
     case error(ControlFailure)
 
+    /// One message of a SEND BATCH: stored (its identifier), or refused as SEND would refuse it.
+    public enum SendOutcome: Hashable, Sendable {
+        case sent(OperationID)
+        case refused(ControlFailure)
+
+        static let sentTag: UInt8 = 1
+        static let refusedTag: UInt8 = 2
+    }
+
     /// The response types of SPEC.md §15.5.
     public enum Kind: UInt8, CaseIterable, Sendable {
         case done = 0x80, pong = 0x81, status = 0x82, peers = 0x83, users = 0x84, statistics = 0x85
-        case conversation = 0x90, conversations = 0x91, sent = 0x92, messages = 0x93, found = 0x94
+        case conversation = 0x90, conversations = 0x91, sent = 0x92, messages = 0x93, found = 0x94, sentBatch = 0x95
         case watching = 0xa0, event = 0xa1
         case error = 0xff
     }
@@ -45,6 +56,7 @@ public enum ControlResponse: Hashable, Sendable {
         case .conversation: .conversation
         case .conversations: .conversations
         case .sent: .sent
+        case .sentBatch: .sentBatch
         case .messages: .messages
         case .found: .found
         case .watching: .watching
@@ -68,16 +80,35 @@ public enum ControlResponse: Hashable, Sendable {
             body.writeInteger(total)
             body.writePage(records) { $1.write(into: &$0) }
         case .sent(let id): body.writeBytes(id.bytes)
+        case .sentBatch(let outcomes):
+            body.writeList(outcomes) { body, outcome in
+                switch outcome {
+                case .sent(let id):
+                    body.writeInteger(SendOutcome.sentTag)
+                    body.writeBytes(id.bytes)
+                case .refused(let failure):
+                    body.writeInteger(SendOutcome.refusedTag)
+                    Self.write(failure, into: &body)
+                }
+            }
         case .messages(let total, let records):
             body.writeInteger(total)
             body.writePage(records) { $1.write(into: &$0) }
         case .found(let object): object.write(into: &body)
         case .event(let event): event.write(into: &body)
-        case .error(let failure):
-            body.writeInteger(failure.code.rawValue)
-            body.writeControlText(failure.message, limit: ControlConstants.maxErrorTextByteCount)
+        case .error(let failure): Self.write(failure, into: &body)
         }
         return body
+    }
+
+    private static func write(_ failure: ControlFailure, into body: inout ByteBuffer) {
+        body.writeInteger(failure.code.rawValue)
+        body.writeControlText(failure.message, limit: ControlConstants.maxErrorTextByteCount)
+    }
+
+    private static func readFailure(from body: inout ByteBuffer) throws(ControlFailure) -> ControlFailure {
+        let code = ControlFailure.Code(rawValue: try body.readU16("error code"))
+        return ControlFailure(code, try body.readControlText("error text", limit: ControlConstants.maxErrorTextByteCount))
     }
 
     public func frame(requestID: UInt32) -> ControlFrame {
@@ -104,14 +135,20 @@ public enum ControlResponse: Hashable, Sendable {
             let total = try body.readU32("total")
             self = .conversations(total: total, try body.readPage("conversations", minimumItemBytes: 80) { (b: inout ByteBuffer) throws(ControlFailure) in try ConversationRecord.read(from: &b) })
         case .sent: self = .sent(try body.readMessageID("message"))
+        case .sentBatch:
+            self = .sentBatch(try body.readList("outcomes") { (b: inout ByteBuffer) throws(ControlFailure) in
+                switch try b.readU8("outcome") {
+                case SendOutcome.sentTag: .sent(try b.readMessageID("message"))
+                case SendOutcome.refusedTag: .refused(try Self.readFailure(from: &b))
+                case let other: throw .malformed("the outcome \(other) is not assigned")
+                }
+            })
         case .messages:
             let total = try body.readU32("total")
             self = .messages(total: total, try body.readPage("messages", minimumItemBytes: 97) { (b: inout ByteBuffer) throws(ControlFailure) in try MessageRecord.read(from: &b) })
         case .found: self = .found(try ControlObjectID.read(from: &body))
         case .event: self = .event(try ControlEvent.read(from: &body))
-        case .error:
-            let code = ControlFailure.Code(rawValue: try body.readU16("error code"))
-            self = .error(ControlFailure(code, try body.readControlText("error text", limit: ControlConstants.maxErrorTextByteCount)))
+        case .error: self = .error(try Self.readFailure(from: &body))
         }
         try body.expectEnd("the \(kind) response")
     }

@@ -9,10 +9,32 @@ import WeftModel
 
 /// A post accepted by `Mailbox.postShowing` and not yet committed.
 struct WaitingPost: Sendable {
+    typealias Outcome = Result<(post: SignedOperation, message: MessageSnapshot?), any Error>
     var body: OperationBody
     var log: ConversationID
     var timeToLive: UInt64
-    var continuation: CheckedContinuation<(post: SignedOperation, message: MessageSnapshot?), any Error>
+    /// Called once, with the commit's outcome for this post.
+    var complete: @Sendable (Outcome) -> Void
+}
+
+/// The outcomes of a batch of posts, handed back together once the last one is known.
+private final class PostOutcomes: Sendable {
+    private let state: Mutex<(outcomes: [WaitingPost.Outcome?], left: Int)>
+    private let continuation: CheckedContinuation<[WaitingPost.Outcome], Never>
+
+    init(count: Int, continuation: CheckedContinuation<[WaitingPost.Outcome], Never>) {
+        state = Mutex((Array(repeating: nil, count: count), count))
+        self.continuation = continuation
+    }
+
+    func complete(_ index: Int, _ outcome: WaitingPost.Outcome) {
+        let all: [WaitingPost.Outcome]? = state.withLock { state in
+            state.outcomes[index] = outcome
+            state.left -= 1
+            return state.left == 0 ? state.outcomes.map { $0! } : nil
+        }
+        if let all { continuation.resume(returning: all) }
+    }
 }
 
 /// The posts waiting for a commit, and whether a committer is running.
@@ -36,16 +58,65 @@ extension Mailbox {
         let body = OperationBody.postMessage(parts: parts, options: options)
         try Self.checkLimits(body)
         return try await withCheckedThrowingContinuation { continuation in
-            let lead = posts.withLock { queue in
-                queue.waiting.append(WaitingPost(body: body, log: log, timeToLive: timeToLive, continuation: continuation))
-                defer { queue.isCommitting = true }
-                return !queue.isCommitting
-            }
-            // The committer runs on its own, so no caller waits for posts after its own.
-            // Bounded: `isCommitting` admits one committer at a time, and it ends once no post
-            // waits (every waiting post is resumed by it, committed or failed).
-            if lead { Task { await self.commitWaitingPosts() } }
+            enqueue([WaitingPost(body: body, log: log, timeToLive: timeToLive) { continuation.resume(with: $0) }])
         }
+    }
+
+    /// A message to post with `postShowing(_:)`.
+    public struct Posting: Sendable {
+        public var parts: [MessagePart]
+        public var options: MessageOptions
+        public var log: ConversationID
+        public var timeToLive: UInt64
+
+        public init(_ parts: [MessagePart], options: MessageOptions = MessageOptions(), in log: ConversationID, timeToLive: UInt64 = OutboxEntry.defaultTimeToLive) {
+            self.parts = parts
+            self.options = options
+            self.log = log
+            self.timeToLive = timeToLive
+        }
+    }
+
+    /// Posts several messages as `postShowing(_:options:in:timeToLive:)` posts one, queued
+    /// together (so the messages of one log take consecutive places in the author's chain, in
+    /// the order given) and committed with whatever else waits; returns each one's outcome, in
+    /// order, once all are known. One that fails (its limits, or its commit alone) leaves the others.
+    public func postShowing(_ postings: [Posting]) async -> [Result<(post: SignedOperation, message: MessageSnapshot?), any Error>] {
+        var outcomes = [WaitingPost.Outcome?](repeating: nil, count: postings.count)
+        var accepted: [(index: Int, body: OperationBody)] = []
+        for (index, posting) in postings.enumerated() {
+            let body = OperationBody.postMessage(parts: posting.parts, options: posting.options)
+            do {
+                try Self.checkLimits(body)
+                accepted.append((index, body))
+            } catch {
+                outcomes[index] = .failure(error)
+            }
+        }
+        guard !accepted.isEmpty else { return outcomes.map { $0! } }
+        let committed = await withCheckedContinuation { continuation in
+            let collected = PostOutcomes(count: accepted.count, continuation: continuation)
+            enqueue(accepted.enumerated().map { slot, item in
+                WaitingPost(body: item.body, log: postings[item.index].log, timeToLive: postings[item.index].timeToLive) {
+                    collected.complete(slot, $0)
+                }
+            })
+        }
+        for (item, outcome) in zip(accepted, committed) { outcomes[item.index] = outcome }
+        return outcomes.map { $0! }
+    }
+
+    /// Queues posts for the next group commit, starting a committer if none runs.
+    private func enqueue(_ waiting: [WaitingPost]) {
+        let lead = posts.withLock { queue in
+            queue.waiting.append(contentsOf: waiting)
+            defer { queue.isCommitting = true }
+            return !queue.isCommitting
+        }
+        // The committer runs on its own, so no caller waits for posts after its own.
+        // Bounded: `isCommitting` admits one committer at a time, and it ends once no post
+        // waits (every waiting post is completed by it, committed or failed).
+        if lead { Task { await self.commitWaitingPosts() } }
     }
 
     /// Commits the waiting posts, a group at a time, until none wait.
@@ -59,17 +130,17 @@ extension Mailbox {
             guard !group.isEmpty else { return }
             do {
                 let results = try await commit(group)
-                for (post, result) in zip(group, results) { post.continuation.resume(returning: result) }
+                for (post, result) in zip(group, results) { post.complete(.success(result)) }
             } catch where group.count > 1 {
                 for post in group {
                     do {
-                        post.continuation.resume(returning: try await commit([post])[0])
+                        post.complete(.success(try await commit([post])[0]))
                     } catch {
-                        post.continuation.resume(throwing: error)
+                        post.complete(.failure(error))
                     }
                 }
             } catch {
-                group[0].continuation.resume(throwing: error)
+                group[0].complete(.failure(error))
             }
         }
     }

@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import Testing
 import WeftControl
+import WeftCrypto
 import WeftModel
 import WeftNode
 
@@ -99,6 +100,48 @@ struct ControlSocketTests {
             }
             #expect(failure.code == .unknownConversation, "\(failure)")
         }
+        #expect(try await alice.stop() == 0)
+    }
+
+    @Test("SEND BATCH stores its messages in order and refuses only the bad ones, each with SEND's code")
+    func sendBatch() async throws {
+        let dir = try TemporaryDirectory()
+        let alice = try await RunningNode(dir, "alice")
+        try await alice.start()
+        let socket = "\(alice.home)/control.sock"
+        let friend = NodeIdentity.generate().publicKey
+        guard case .conversation(let conversation) = try await ControlClient.withConnection(socketPath: socket, {
+            try await $0.request(.createConversation(.init(participants: [friend])))
+        }) else { Issue.record("CREATE CONVERSATION answered otherwise"); return }
+        let unknown = try #require(ConversationID(bytes: [UInt8](repeating: 7, count: 16)))
+        let text = { (words: String) in [ControlRequest.Part(mimeType: "text/plain", data: Array(words.utf8))] }
+        let batch: [ControlRequest.Outgoing] = [
+            .init(text("one"), in: conversation.id),
+            .init(text("lost"), in: unknown),
+            .init([.init(mimeType: "nope", data: [1])], in: conversation.id),
+            .init(text("two"), in: conversation.id),
+        ]
+        let response = try await ControlClient.withConnection(socketPath: socket) { try await $0.request(.sendBatch(batch)) }
+        guard case .sentBatch(let outcomes) = response, outcomes.count == 4 else {
+            Issue.record("SEND BATCH answered \(response)")
+            return
+        }
+        guard case .sent(let first) = outcomes[0], case .sent(let second) = outcomes[3] else {
+            Issue.record("the good messages were not sent: \(outcomes)")
+            return
+        }
+        guard case .refused(let unknownFailure) = outcomes[1], case .refused(let mimeFailure) = outcomes[2] else {
+            Issue.record("the bad messages were not refused: \(outcomes)")
+            return
+        }
+        #expect(unknownFailure.code == .unknownConversation)
+        #expect(mimeFailure.code == .invalidMIMEType)
+        guard case .messages(let total, let page) = try await ControlClient.withConnection(socketPath: socket, {
+            try await $0.request(.messages(conversation.id, offset: 0))
+        }) else { Issue.record("MESSAGES answered otherwise"); return }
+        #expect(total == 2)
+        #expect(page.map(\.id) == [first, second])
+        #expect(page.map { $0.parts.first?.inlineData } == [Array("one".utf8), Array("two".utf8)])
         #expect(try await alice.stop() == 0)
     }
 }

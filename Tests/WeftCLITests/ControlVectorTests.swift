@@ -44,6 +44,10 @@ private func object(_ fields: Any?) -> ControlObjectID {
     return .message(message(fields["message"]))
 }
 
+private func parts(_ fields: Any?) -> [ControlRequest.Part] {
+    (fields as! [[String: Any]]).map { .init(mimeType: $0["mimeType"] as! String, data: bytes($0["dataHex"])) }
+}
+
 func request(from fields: [String: Any]) -> ControlRequest {
     switch fields["type"] as! String {
     case "PING": .ping(u64(fields["value"]))
@@ -60,9 +64,9 @@ func request(from fields: [String: Any]) -> ControlRequest {
     case "CONVERSATIONS": .conversations(offset: u32(fields["offset"]))
     case "CONVERSATION": .conversation(conversation(fields["conversation"]))
     case "SEND":
-        .send(
-            (fields["parts"] as! [[String: Any]]).map { .init(mimeType: $0["mimeType"] as! String, data: bytes($0["dataHex"])) },
-            in: conversation(fields["conversation"]))
+        .send(parts(fields["parts"]), in: conversation(fields["conversation"]))
+    case "SEND BATCH":
+        .sendBatch((fields["messages"] as! [[String: Any]]).map { .init(parts($0["parts"]), in: conversation($0["conversation"])) })
     case "MESSAGES": .messages(conversation(fields["conversation"]), offset: u32(fields["offset"]))
     case "MARK READ": .markRead(message(fields["message"]))
     case "MARK ALL READ": .markAllRead(conversation(fields["conversation"]))
@@ -140,6 +144,11 @@ func response(from f: [String: Any]) -> ControlResponse {
     case "CONVERSATION RESULT": .conversation(conversationRecord(f))
     case "CONVERSATIONS RESULT": .conversations(total: u32(f["total"]), (f["conversations"] as! [[String: Any]]).map(conversationRecord))
     case "SENT": .sent(message(f["message"]))
+    case "SENT BATCH":
+        .sentBatch((f["outcomes"] as! [[String: Any]]).map { outcome in
+            if let id = outcome["message"] { return .sent(message(id)) }
+            return .refused(ControlFailure(ControlFailure.Code(rawValue: UInt16(outcome["code"] as! Int)), outcome["text"] as! String))
+        })
     case "MESSAGES RESULT": .messages(total: u32(f["total"]), (f["messages"] as! [[String: Any]]).map(messageRecord))
     case "FOUND": .found(object(f["object"]))
     case "WATCHING": .watching

@@ -5,13 +5,14 @@ import WeftNode
 
 /// Three `weft node` processes in a line A–B–C on loopback. A sends `messages` text messages
 /// into a conversation with C's user through its control socket (`connections` connections,
-/// each with up to `window` requests in flight, pipelined as SPEC.md §15 allows); the clock
-/// runs from the first SEND until C's node holds every message and A's node shows each one
-/// delivered to C.
+/// each with up to `window` requests in flight, pipelined as SPEC.md §15 allows; each request
+/// a SEND BATCH of `batch` messages, or a SEND when `batch` is 1); the clock runs from the
+/// first request until C's node holds every message and A's node shows each one delivered to C.
 struct EndToEnd {
     var messages = 20_000
     var connections = 16
     var window = ControlConstants.maxRequestsInFlight
+    var batch = 1
 
     struct Result {
         var messages: Int
@@ -47,11 +48,19 @@ struct EndToEnd {
             for connection in 0..<connections {
                 group.addTask {
                     try await ControlClient.withConnection(socketPath: socketA) { control in
-                        let sends = (0..<perConnection).map { index in
-                            ControlRequest.send([.init(mimeType: "text/plain", data: Array("message \(index) on connection \(connection)".utf8))], in: conversation)
+                        let messages = (0..<perConnection).map { index in
+                            ControlRequest.Outgoing(
+                                [.init(mimeType: "text/plain", data: Array("message \(index) on connection \(connection)".utf8))], in: conversation)
                         }
-                        for response in try await control.requests(sends, window: window) {
-                            guard case .sent = response else { throw BenchmarkError("SEND answered \(response)") }
+                        let requests = batch == 1
+                            ? messages.map { ControlRequest.send($0.parts, in: $0.conversation) }
+                            : stride(from: 0, to: messages.count, by: batch).map { ControlRequest.sendBatch(Array(messages[$0..<min($0 + batch, messages.count)])) }
+                        for response in try await control.requests(requests, window: window) {
+                            switch response {
+                            case .sent: continue
+                            case .sentBatch(let outcomes) where outcomes.allSatisfy({ if case .sent = $0 { true } else { false } }): continue
+                            default: throw BenchmarkError("SEND answered \(response)")
+                            }
                         }
                     }
                 }
@@ -68,17 +77,24 @@ struct EndToEnd {
         let heldByC = ContinuousClock.now - start
 
         // Delivered never goes back (it can only become read), so each poll reads on from the
-        // first message not yet seen delivered.
+        // first message not yet seen delivered. Receipts come back about in order, so a poll
+        // first asks for the last message alone and reads on only once it is delivered: polls
+        // while the receipts are on their way cost the node one message each, not a page.
         var firstUndelivered = 0
+        func isDelivered(_ message: MessageRecord) -> Bool {
+            message.recipients.contains { $0.user == userC && ($0.status == .delivered || $0.status == .read) }
+        }
         try await waitUntil("A to see \(total) messages delivered", seconds: 600, interval: .milliseconds(10)) {
             try await ControlClient.withConnection(socketPath: a.socketPath) { control in
+                guard case .messages(_, let last) = try await control.request(.messages(conversation, offset: UInt32(total - 1))),
+                    let message = last.first, isDelivered(message)
+                else { return false }
                 while firstUndelivered < total {
                     guard case .messages(_, let page) = try await control.request(.messages(conversation, offset: UInt32(firstUndelivered))),
                         !page.isEmpty
                     else { return false }
                     for message in page {
-                        guard message.recipients.contains(where: { $0.user == userC && ($0.status == .delivered || $0.status == .read) })
-                        else { return false }
+                        guard isDelivered(message) else { return false }
                         firstUndelivered += 1
                     }
                 }

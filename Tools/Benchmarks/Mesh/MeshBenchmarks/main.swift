@@ -1,20 +1,23 @@
 import Foundation
+import WeftControl
 
 // The mesh's benchmarks (issue 7): figures, goals and limits side by side, measured in one run.
 //
-//     MeshBenchmarks [--weft PATH] [--only footprint,end-to-end,catch-up,reconciliation,spread] [--quick] [--messages N] [--senders N] [--window N] [--spread-messages N]
+//     MeshBenchmarks [--weft PATH] [--only footprint,end-to-end,catch-up,reconciliation,spread] [--quick] [--messages N] [--senders N] [--window N] [--batch N] [--spread-messages N]
 //
 // `--quick` runs each at a tenth of its size (a smoke test of the harness, not the figures);
 // `--messages N` sets the end-to-end run's message count (default 20,000), `--spread-messages N`
 // the spread's (default 2,000); `--senders N` how many control connections send at once in the
 // end-to-end run (default 16), `--window N` how many SENDs each keeps in flight (default 16,
-// the most a node answers at once per connection).
+// the most a node answers at once per connection), `--batch N` how many messages each request
+// carries (a SEND BATCH; 1 sends SENDs).
 
 var selected: Set<String> = ["footprint", "end-to-end", "catch-up", "reconciliation", "spread"]
 var quick = false
 var endToEndMessages: Int?
 var endToEndSenders: Int?
 var endToEndWindow: Int?
+var endToEndBatch: Int?
 var spreadMessages: Int?
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
@@ -26,6 +29,7 @@ while let argument = arguments.next() {
     case "--spread-messages": spreadMessages = Int(arguments.next() ?? "")
     case "--senders": endToEndSenders = Int(arguments.next() ?? "")
     case "--window": endToEndWindow = Int(arguments.next() ?? "")
+    case "--batch": endToEndBatch = Int(arguments.next() ?? "")
     default:
         FileHandle.standardError.write(Data("unknown argument \(argument)\n".utf8))
         exit(2)
@@ -74,7 +78,9 @@ if selected.contains("end-to-end") {
     var benchmark = EndToEnd(messages: endToEndMessages ?? (quick ? 2_000 : 20_000))
     if let endToEndSenders { benchmark.connections = endToEndSenders }
     if let endToEndWindow { benchmark.window = endToEndWindow }
-    log("end to end: A–B–C, \(benchmark.messages) messages, \(benchmark.connections) connections with \(benchmark.window) SENDs in flight each...")
+    if let endToEndBatch { benchmark.batch = min(max(endToEndBatch, 1), ControlConstants.maxBatchCount) }
+    let shape = benchmark.batch == 1 ? "SENDs" : "SEND BATCHes of \(benchmark.batch)"
+    log("end to end: A–B–C, \(benchmark.messages) messages, \(benchmark.connections) connections with \(benchmark.window) \(shape) in flight each...")
     let result = try await benchmark.run(in: directory.url)
     let rate = Double(result.messages) / result.deliveredAtA.seconds
     log("end to end: sent in \(format(result.sent.seconds, 2)) s, held by C at \(format(result.heldByC.seconds, 2)) s, delivered at A at \(format(result.deliveredAtA.seconds, 2)) s")

@@ -137,9 +137,11 @@ public final class ClientControlHandler: ControlHandler {
     }
 
     public func messages(in conversation: ConversationID, offset: Int, limit: Int) async throws(ControlFailure) -> (total: Int, [MessageRecord]) {
-        let canonical = try await existing(conversation).id
-        let predicates = [MessagePredicate(.conversation, .equal, .conversation(canonical))]
-        let total = try await call { () async throws(WeftError) in try await client.count(MessageQuery(predicates)) }
+        // The conversation's row counts its messages: counting them again cost a scan of the
+        // conversation per page.
+        let found = try await existing(conversation)
+        let predicates = [MessagePredicate(.conversation, .equal, .conversation(found.id))]
+        let total = found.totalMessageCount
         let page = try await call { () async throws(WeftError) in
             try await client.messages(MessageQuery(predicates, sort: [MessageSort(.position)], limit: limit, offset: offset))
         }

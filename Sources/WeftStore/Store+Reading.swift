@@ -134,8 +134,18 @@ extension Store {
             let rows = try Row.fetchAll(db, sql: sql.text, arguments: sql.arguments)
             // Latest-first queries find their positions faster counting from the end.
             let fromEnd = query.sort.first.map { !$0.ascending && ($0.property == .sentAt || $0.property == .position) } ?? false
-            return try Self.messages(rows: rows, countingFromEnd: fromEnd, in: db)
+            return try Self.messages(rows: rows, countingFromEnd: fromEnd, firstPosition: Self.firstPosition(of: query), in: db)
         }
+    }
+
+    /// The position of the first row `query` returns when the query says it: a page of one
+    /// conversation in position order starts at its offset, and counting the messages before
+    /// it (a scan of the conversation up to the page) is not needed. Nil otherwise.
+    static func firstPosition(of query: MessageQuery) -> Int? {
+        guard let first = query.sort.first, first.property == .position, first.ascending, query.predicates.count == 1,
+            query.predicates[0].property == .conversation, query.predicates[0].operator == .equal
+        else { return nil }
+        return query.offset
     }
 
     /// How many messages `query` returns (its offset and limit applied).
@@ -154,7 +164,9 @@ extension Store {
 
     /// Snapshots for message rows (in `messageColumns` order), with their parts, statuses and
     /// positions, in the order of the rows.
-    static func messages(rows: [Row], countingFromEnd: Bool, in db: Database) throws -> [MessageSnapshot] {
+    /// `firstPosition`: the first row's position, when the query says it (the rows are then
+    /// consecutive, in position order).
+    static func messages(rows: [Row], countingFromEnd: Bool, firstPosition: Int? = nil, in db: Database) throws -> [MessageSnapshot] {
         guard !rows.isEmpty else { return [] }
         struct Key {
             var conversation: Data
@@ -189,7 +201,10 @@ extension Store {
         // Positions: per conversation, the keys in order, each counted from the previous one
         // over the order index, so the cost is the span the results cover from one end.
         var positions: [Data: Int] = [:]
-        for (conversation, group) in Dictionary(grouping: keys, by: \.conversation) {
+        if let firstPosition {
+            for (index, key) in keys.enumerated() { positions[key.id] = firstPosition + index }
+        }
+        for (conversation, group) in Dictionary(grouping: keys, by: \.conversation) where firstPosition == nil {
             let sorted = group.sorted { a, b in
                 if a.sentAt != b.sentAt { return a.sentAt < b.sentAt }
                 if a.sender != b.sender { return a.sender.lexicographicallyPrecedes(b.sender) }

@@ -84,7 +84,7 @@ struct EndToEnd {
         func isDelivered(_ message: MessageRecord) -> Bool {
             message.recipients.contains { $0.user == userC && ($0.status == .delivered || $0.status == .read) }
         }
-        try await waitUntil("A to see \(total) messages delivered", seconds: 600, interval: .milliseconds(10)) {
+        try await waitUntil("A to see \(total) messages delivered", seconds: 600, interval: .milliseconds(20)) {
             try await ControlClient.withConnection(socketPath: a.socketPath) { control in
                 guard case .messages(_, let last) = try await control.request(.messages(conversation, offset: UInt32(total - 1))),
                     let message = last.first, isDelivered(message)

@@ -105,14 +105,15 @@ extension Replica {
     }
 
     /// The view of the groups that hold `touched`, plus every member of them.
-    public func view(of touched: Set<ConversationID>) -> View {
+    /// `onlyShown`: leaves out the groups the local user does not see (`shows(_:)`).
+    public func view(of touched: Set<ConversationID>, onlyShown: Bool = false) -> View {
         var view = View()
         var seen: Set<ConversationID> = []
         for id in touched {
             let members = members(ofGroupContaining: id)
             for member in members { seen.insert(member) }
             guard let canonical = members.first, view.conversations[canonical] == nil,
-                let snapshot = conversation(canonical)
+                !onlyShown || shows(canonical), let snapshot = conversation(canonical)
             else { continue }
             view.conversations[canonical] = snapshot
             for message in messages(in: canonical) { view.messages[message.id] = message }
@@ -120,8 +121,9 @@ extension Replica {
         return view
     }
 
-    /// Applies a batch and reports what changed for readers.
-    public mutating func applyReportingChanges(verified operations: [SignedOperation]) -> (Report, ChangeSet) {
+    /// Applies a batch and reports what changed for readers (`onlyShown`: in the groups the
+    /// local user sees alone, as a store reports them).
+    public mutating func applyReportingChanges(verified operations: [SignedOperation], onlyShown: Bool = false) -> (Report, ChangeSet) {
         // Everything the batch can change: the conversations it names, and the merge groups
         // they are in or that a creation in it joins.
         var relevant = Set(operations.map(\.operation.conversation))
@@ -131,10 +133,10 @@ extension Replica {
             }
         }
         for id in relevant { relevant.formUnion(members(ofGroupContaining: id)) }
-        let before = view(of: relevant)
+        let before = view(of: relevant, onlyShown: onlyShown)
         let report = apply(verified: operations)
         for id in report.touched { relevant.formUnion(members(ofGroupContaining: id)) }
-        return (report, ChangeSet(from: before, to: view(of: relevant)))
+        return (report, ChangeSet(from: before, to: view(of: relevant, onlyShown: onlyShown)))
     }
 }
 

@@ -21,9 +21,12 @@ extension Replica {
     ///     hand (a store's change set of an earlier batch in the same transaction), else nil.
     ///     A receipt naming a message costs its position, which otherwise means counting the
     ///     messages of its conversation; debug builds check what the caller gives.
+    ///   - onlyShown: report only the groups the local user sees (`shows(_:)`): what a group
+    ///     the node only relays does is worked out for none of its messages, and a group the
+    ///     local user joins in the batch is reported created, with every message it holds.
     public mutating func applyReportingChangesIncrementally(
         verified operations: [SignedOperation], current: (ConversationID) -> ConversationSnapshot? = { _ in nil },
-        position: (OperationID) -> Int? = { _ in nil }
+        position: (OperationID) -> Int? = { _ in nil }, onlyShown: Bool = false
     ) -> (Report, ChangeSet) {
         // What the batch can change, exactly as `applyReportingChanges` finds it.
         var relevant = Set(operations.map(\.operation.conversation))
@@ -33,7 +36,8 @@ extension Replica {
             }
         }
         for id in relevant { relevant.formUnion(members(ofGroupContaining: id)) }
-        let beforeGroups = groupsByCanonical(relevant)
+        var beforeGroups = groupsByCanonical(relevant)
+        if onlyShown { beforeGroups = beforeGroups.filter { shows($0.key) } }
         var old = View()
         for canonical in beforeGroups.keys {
             if let snapshot = current(canonical) {
@@ -82,7 +86,7 @@ extension Replica {
         }
 
         var new = View()
-        for (canonical, members) in afterGroups {
+        for (canonical, members) in afterGroups where !onlyShown || shows(canonical) {
             if beforeGroups[canonical] == members, let was = old.conversations[canonical],
                 let changed = changedMessages(in: members, since: before.orders(of: members)),
                 addChanges(changed, in: canonical, was: was, prior: prior, position: position, old: &old, new: &new)

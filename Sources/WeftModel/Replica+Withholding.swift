@@ -55,4 +55,12 @@ extension Replica {
         let group = members(ofGroupContaining: id)
         return (group.isEmpty ? [id] : group).contains { logs[$0]?.adds[user]?.isEmpty == false }
     }
+
+    /// Whether the node of `localUser` shows the merge group of `id` (SPEC.md §14.9): its user
+    /// is or was a participant, added in some log of the group. A node only relays the others.
+    /// Without a local user, every group. The group's logs must be loaded.
+    public func shows(_ id: ConversationID) -> Bool {
+        guard let localUser else { return true }
+        return everAdded(localUser, inGroupOf: id)
+    }
 }

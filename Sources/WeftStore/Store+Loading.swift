@@ -25,11 +25,11 @@ extension Store {
     static func indexedReplica(from database: any DatabaseWriter, localUser: UserID) throws -> Replica {
         try database.read { db in
             // A log's first accepted operation is its creation (everything else follows it), and
-            // every created conversation has a row (canonical or alias).
+            // every log held has a summary (a conversation row only those shown, SPEC.md §14.9).
             let rows = try Row.fetchCursor(db, sql: """
-                SELECT o.id, o.wire, o.kind FROM conversation c
+                SELECT o.id, o.wire, o.kind FROM log_summary s
                 JOIN operation o ON o.appliedOrder = (
-                    SELECT MIN(appliedOrder) FROM operation WHERE conversation = c.id AND status = 'accepted')
+                    SELECT MIN(appliedOrder) FROM operation WHERE conversation = s.conversation AND status = 'accepted')
                 """)
             var creations: [SignedOperation] = []
             while let row = try rows.next() {

@@ -26,7 +26,6 @@ extension Store {
             ).map { try WeftStore.Stored.conversationID($0, "operation.conversation") })
             var candidates = old.subtracting(written)
             var pruned: [ConversationID] = []
-            var deleted: [ConversationID] = []
             while let next = candidates.first {
                 let replica = try Self.groupReplica(for: [next], localUser: localUser, in: db)
                 let group = Self.members(of: next, in: replica)
@@ -35,17 +34,15 @@ extension Store {
                 guard group.allSatisfy(old.contains), !group.contains(where: written.contains),
                     !replica.everAdded(localUser, inGroupOf: next)
                 else { continue }
-                if let canonical = replica.conversation(next)?.id { deleted.append(canonical) }
                 try Self.deleteLogs(group, in: db)
                 pruned += group
             }
             guard !pruned.isEmpty else { return (0, Publication()) }
             // The replica in memory knows their creations: it is rebuilt from what is left.
             self.forgetReplica()
-            var changes = ChangeSet()
-            changes.conversations = deleted.sorted().map { .deletion(of: $0) }
+            // Never shown (SPEC.md §14.9), so readers see no deletion: only the summaries change.
             let summaries = try LogSummaryTable(db: db).summaries(of: pruned.sorted())
-            return (pruned.count, Publication(changes: changes, stored: StoredRecord(summaries: summaries)))
+            return (pruned.count, Publication(stored: StoredRecord(summaries: summaries)))
         }
     }
 

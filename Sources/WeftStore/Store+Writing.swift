@@ -21,7 +21,9 @@ extension Store {
             position: (OperationID) -> Int? = { _ in nil }
         ) -> (Replica.Report, ChangeSet) {
             isChanged = true
-            return replica.applyReportingChangesIncrementally(verified: operations, current: current, position: position)
+            // The store shows only the local user's conversations (SPEC.md §14.9): it writes rows
+            // for them alone, and relays the others from the operation log.
+            return replica.applyReportingChangesIncrementally(verified: operations, current: current, position: position, onlyShown: true)
         }
 
         /// Applies `operations` without working out what readers see change (the caller knows).

@@ -37,10 +37,12 @@ struct DemoCommand: AsyncCommand {
             kept = true
             say("")
             say("The nodes keep running. Talk to them with the CLI, for example:")
+            // This very binary, so the commands work as printed wherever `weft` is not on PATH.
+            let weft = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
             for node in mesh.nodes {
-                say("  weft --home \(node.home.directory.path) conv ls")
+                say("  \(weft) conv ls --home \(node.home.directory.path)")
             }
-            say("  weft --home \(mesh.nodes[0].home.directory.path) send CONV --text hello")
+            say("  \(weft) send CONV --text hello --home \(mesh.nodes[0].home.directory.path)")
             say("Stop them with: kill \(mesh.nodes.map { String($0.process.processIdentifier) }.joined(separator: " ")) && rm -r \(root.path)")
         } else {
             let failed = mesh.stopAll(removingHomes: true)
@@ -86,6 +88,7 @@ struct DemoCommand: AsyncCommand {
         try await alice.waitForStatus(of: message, recipient: carol.user, .read)
         say("  carol reads it; alice sees read")
         let relayed = try await bob.heldOperations()
-        say("Bob stores and relays all \(relayed) operations, though he takes part in neither conversation; his own API shows none of them.")
+        let shownByBob = try await bob.conversations().count
+        say("Bob stores and relays all \(relayed) operations, though he takes part in neither conversation; his own API shows \(shownByBob == 0 ? "none of them" : "\(shownByBob) of them (it should show none)").")
     }
 }

@@ -6,8 +6,10 @@ import WeftModel
 /// `applyReportingChanges` (complete views before and after) reports.
 @Suite("Replica: incremental change sets equal complete ones")
 struct IncrementalChangesTests {
-    @Test("batches in causal order (mostly appended messages and receipts) and shuffled ones, with merges, membership changes, watermarks and deletions", arguments: [31, 32, 33, 34] as [UInt64])
-    func sameChangeSets(seed: UInt64) {
+    @Test(
+        "batches in causal order (mostly appended messages and receipts) and shuffled ones, with merges, membership changes, watermarks and deletions; all groups, and only those the local user sees",
+        arguments: [31, 32, 33, 34] as [UInt64], [false, true])
+    func sameChangeSets(seed: UInt64, onlyShown: Bool) {
         var workload = Workload(seed: seed)
         workload.run(steps: 500)
         workload.gossipAll()
@@ -21,10 +23,14 @@ struct IncrementalChangesTests {
             while index < ops.count {
                 let batch = Array(ops[index..<min(ops.count, index + Int.random(in: 1...25, using: &rng))])
                 index += batch.count
-                let (expectedReport, expected) = complete.applyReportingChanges(verified: batch)
-                let (report, changes) = incremental.applyReportingChangesIncrementally(verified: batch)
+                let (expectedReport, expected) = complete.applyReportingChanges(verified: batch, onlyShown: onlyShown)
+                let (report, changes) = incremental.applyReportingChangesIncrementally(verified: batch, onlyShown: onlyShown)
                 #expect(report.accepted == expectedReport.accepted)
                 #expect(changes == expected, "batch ending at \(index), shuffled: \(shuffled)")
+                if onlyShown {
+                    #expect(changes.conversations.allSatisfy { incremental.shows($0.id) }, "a group not shown was reported")
+                    #expect(changes.messages.allSatisfy { $0.snapshot.map { incremental.shows($0.conversation) } ?? true })
+                }
             }
             #expect(incremental.conversations == complete.conversations)
         }

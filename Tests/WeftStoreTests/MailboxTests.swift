@@ -113,7 +113,7 @@ struct MailboxTests {
         // Exactly what one batch of the peer's operations and the receipts reports, and the
         // tables equal that replica.
         var reference = Replica(localUser: localIdentity.publicKey)
-        let (report, expected) = reference.applyReportingChanges(verified: operations + applied.acknowledgements)
+        let (report, expected) = reference.applyReportingChanges(verified: operations + applied.acknowledgements, onlyShown: true)
         #expect(report.accepted.count == operations.count + 2)
         #expect(applied.changes == expected)
         try expectStore(store, matches: reference)

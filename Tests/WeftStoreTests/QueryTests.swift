@@ -63,7 +63,7 @@ struct ReferenceQueries {
         // Outer nil: not a conversation identifier; inner nil: no such conversation.
         func resolve(_ value: QueryValue) -> ConversationID?? {
             guard case .conversation(let id) = value else { return nil }
-            return .some(replica.conversation(id)?.id)
+            return .some(replica.shows(id) ? replica.conversation(id)?.id : nil)
         }
         switch op {
         case .equal, .notEqual:
@@ -121,7 +121,7 @@ struct ReferenceQueries {
 
     func conversations(_ query: ConversationQuery) -> [ConversationSnapshot]? {
         var result: [ConversationSnapshot] = []
-        for c in replica.conversations {
+        for c in replica.conversations where replica.shows(c.id) {
             var keep = true
             for predicate in query.predicates {
                 guard let match = matches(c, predicate) else { return nil }
@@ -156,7 +156,8 @@ struct ReferenceQueries {
 
     // MARK: - Messages
 
-    var allMessages: [MessageSnapshot] { replica.conversationIDs.flatMap { replica.messages(in: $0) } }
+    /// The messages of the conversations the store shows (SPEC.md §14.9).
+    var allMessages: [MessageSnapshot] { replica.conversationIDs.filter(replica.shows).flatMap { replica.messages(in: $0) } }
 
     func matches(_ m: MessageSnapshot, _ p: MessagePredicate) -> Bool? {
         switch p.property {
@@ -232,7 +233,7 @@ struct QueryTests {
 
     /// Sample values of each kind, taken from the data (so comparisons split it) plus misses.
     static func values(_ replica: Replica, _ workload: Workload) -> [QueryValue] {
-        let conversations = replica.conversations
+        let conversations = replica.conversations.filter { replica.shows($0.id) }
         let messages = conversations.flatMap { replica.messages(in: $0.id) }
         let merged = conversations.first { !$0.mergedIDs.isEmpty }
         var values: [QueryValue] = [
@@ -329,7 +330,7 @@ struct QueryTests {
                 }
             }
         }
-        let busiest = replica.conversations.max { $0.messageCount < $1.messageCount }!
+        let busiest = replica.conversations.filter { replica.shows($0.id) }.max { $0.messageCount < $1.messageCount }!
         for property in [MessageProperty.identifier, .conversation, .sender, .sentAt, .isUnread, .position] {
             for ascending in [true, false] {
                 for (limit, offset) in windows {
@@ -361,7 +362,7 @@ struct QueryTests {
     @Test("the latest messages of a conversation use the order index (no table scan, no sort)")
     func latestMessagesPlan() async throws {
         let (store, replica, _) = try await Self.fixture()
-        let busiest = replica.conversations.max { $0.messageCount < $1.messageCount }!
+        let busiest = replica.conversations.filter { replica.shows($0.id) }.max { $0.messageCount < $1.messageCount }!
         let query = MessageQuery(
             [.init(.conversation, .equal, .conversation(busiest.id))], sort: [.init(.position, ascending: false)], limit: 10)
         let plan = try await store.database.read { db in

@@ -146,12 +146,16 @@ struct SharingTests {
         _ = try await alice.mailbox.receive([relayed, message, hers])
         let relayedID = relayed.operation.conversation
         let before = try #require(try alice.store.logSummary(of: relayedID))
+        // Relayed, so not shown (SPEC.md §14.9): no rows, only the log.
+        #expect(try alice.store.conversation(relayedID) == nil)
+        #expect(try alice.store.message(message.id) == nil)
+        #expect(before.operationCount == 2)
 
         #expect(try await alice.store.pruneRelayed(olderThan: Self.now - 20_000) == 0, "nothing that old")
         var changes = alice.store.changes().makeAsyncIterator()
         #expect(try await alice.store.pruneRelayed(olderThan: Self.now) == 1)
         let batch = try #require(await changes.next())
-        #expect(batch.changes.conversations.map(\.kind) == [.delete])
+        #expect(batch.changes.isEmpty, "a relayed conversation was never shown, so no deletion either")
         #expect(batch.summaries.map(\.isPruned) == [true])
 
         #expect(try alice.store.conversation(relayedID) == nil)
@@ -176,7 +180,44 @@ struct SharingTests {
         // Fetched again, the log is whole.
         _ = try await alice.mailbox.receive([relayed, message])
         #expect(try alice.store.logSummary(of: relayedID)?.operationCount == 3)
-        #expect(try alice.store.conversation(relayedID)?.messageCount == 2)
+        #expect(try alice.store.operations(in: relayedID).count == 3)
+        #expect(try alice.store.conversation(relayedID) == nil, "still relayed only")
         try LogSummaryTests.expectSummariesMatchScan(alice.store)
+    }
+
+    @Test("a relay shows none of what it relays; added later, its user sees the conversation whole, every earlier message with its parts")
+    func relayShowsOnceAdded() async throws {
+        let alice = try Node()
+        var peer = Author(identity: .generate())
+        let other = NodeIdentity.generate().publicKey
+        var world = Replica(localUser: nil)
+        let creation = peer.createConversation(with: [other], distinct: false, in: world, wallMilliseconds: Self.now - 10_000)
+        _ = world.apply(verified: [creation])
+        let id = creation.operation.conversation
+        var posts: [SignedOperation] = []
+        for index in 0..<3 {
+            let post = peer.write(.postMessage(parts: Self.text("m\(index)"), options: .init()), in: id, replica: world, wallMilliseconds: Self.now - 9_000 + UInt64(index))
+            _ = world.apply(verified: [post])
+            posts.append(post)
+        }
+        let relayed = try await alice.committing { _ = try await alice.mailbox.receive([creation] + posts) }
+        #expect(relayed.changes.isEmpty, "nothing shown")
+        #expect(try alice.store.conversation(id) == nil)
+        #expect(try alice.store.count(ConversationQuery()) == 0)
+        #expect(try alice.store.count(MessageQuery()) == 0)
+        #expect(try alice.store.operations(in: id).count == 4, "but stored, to relay")
+
+        // The peer adds alice: her node shows the conversation with everything in it.
+        let add = peer.write(.addParticipants([alice.user]), in: id, replica: world, wallMilliseconds: Self.now)
+        let joined = try await alice.committing { _ = try await alice.mailbox.receive([add]) }
+        #expect(joined.changes.conversations.map(\.kind) == [.create])
+        #expect(Set(joined.changes.messages.filter { $0.kind == .create }.map(\.id)) == Set(posts.map(\.id)))
+        let shown = try #require(try alice.store.conversation(id))
+        #expect(Set(shown.participants) == [peer.user, other, alice.user])
+        #expect(shown.messageCount == 3)
+        let messages = try alice.store.messages(MessageQuery([.init(.conversation, .equal, .conversation(id))], sort: [.init(.position)]))
+        #expect(messages.map(\.id) == posts.map(\.id))
+        #expect(messages.map(\.parts) == (0..<3).map { Self.text("m\($0)") })
+        #expect(messages.map(\.position) == [0, 1, 2])
     }
 }

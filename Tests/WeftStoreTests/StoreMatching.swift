@@ -3,11 +3,15 @@ import Testing
 import WeftModel
 @testable import WeftStore
 
-/// Checks, field by field, that what the store's tables say equals what `reference` says:
-/// every conversation (looked up by its own and by every merged identifier), every message of
-/// each in order with its position, and nothing more.
+/// Checks, field by field, that what the store's tables say equals what `reference` says of
+/// the conversations the local user sees (SPEC.md §14.9): each of them (looked up by its own
+/// and by every merged identifier), every message of each in order with its position, and
+/// nothing more: the conversations the store only relays have no rows.
 func expectStore(_ store: Store, matches reference: Replica, sourceLocation: SourceLocation = #_sourceLocation) throws {
-    let expected = reference.conversations
+    let expected = reference.conversations.filter { reference.shows($0.id) }
+    for relayed in reference.conversations where !reference.shows(relayed.id) {
+        #expect(try store.conversation(relayed.id) == nil, "relayed conversation \(relayed.id) has a row", sourceLocation: sourceLocation)
+    }
     let stored = try store.conversations(ConversationQuery())
     #expect(stored.map(\.id) == expected.map(\.id), "canonical conversations", sourceLocation: sourceLocation)
     var messageTotal = 0

@@ -39,7 +39,7 @@ struct StoreTests {
         var reference = Replica(localUser: local)
         for (index, batch) in Self.batches(of: workload, seed: seed).enumerated() {
             let applied = try await store.apply(received: batch, wallMilliseconds: workload.now)
-            let (report, changes) = reference.applyReportingChanges(verified: batch)
+            let (report, changes) = reference.applyReportingChanges(verified: batch, onlyShown: true)
             #expect(applied.refused.isEmpty)
             #expect(applied.report.accepted == report.accepted)
             #expect(applied.report.pending == report.pending)
@@ -202,7 +202,7 @@ struct StoreTests {
 
         for batch in [[create, hello], [first], [second]] {
             let applied = try await store.apply(received: batch, wallMilliseconds: now + 10)
-            let (_, changes) = reference.applyReportingChanges(verified: batch)
+            let (_, changes) = reference.applyReportingChanges(verified: batch, onlyShown: true)
             #expect(applied.changes == changes)
             if batch == [first] { #expect(try store.message(first.id) != nil) }
         }

@@ -8,11 +8,14 @@ import WeftNode
 /// each with up to `window` requests in flight, pipelined as SPEC.md §15 allows; each request
 /// a SEND BATCH of `batch` messages, or a SEND when `batch` is 1); the clock runs from the
 /// first request until C's node holds every message and A's node shows each one delivered to C.
+///
+/// By default A's client is a bulk sender: 8 connections, each with 2 SEND BATCHes of 64
+/// messages in flight. `--batch 1 --senders 16 --window 16` measures one SEND per message.
 struct EndToEnd {
     var messages = 20_000
-    var connections = 16
-    var window = ControlConstants.maxRequestsInFlight
-    var batch = 1
+    var connections = 8
+    var window = 2
+    var batch = 64
 
     struct Result {
         var messages: Int

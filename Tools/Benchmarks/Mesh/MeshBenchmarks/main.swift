@@ -8,9 +8,9 @@ import WeftControl
 // `--quick` runs each at a tenth of its size (a smoke test of the harness, not the figures);
 // `--messages N` sets the end-to-end run's message count (default 20,000), `--spread-messages N`
 // the spread's (default 2,000); `--senders N` how many control connections send at once in the
-// end-to-end run (default 16), `--window N` how many SENDs each keeps in flight (default 16,
-// the most a node answers at once per connection), `--batch N` how many messages each request
-// carries (a SEND BATCH; 1 sends SENDs).
+// end-to-end run (default 8), `--window N` how many requests each keeps in flight (default 2;
+// a node answers at most 16 at once per connection), `--batch N` how many messages each
+// request carries (a SEND BATCH, default 64; 1 sends SENDs).
 
 var selected: Set<String> = ["footprint", "end-to-end", "catch-up", "reconciliation", "spread"]
 var quick = false

@@ -406,10 +406,15 @@ struct Materializer {
         let insert = try db.cachedStatement(sql: Self.insertOutboxSQL)
         var waiting: Set<OperationID> = []
         for entry in entries {
-            try insert.execute(arguments: [
-                Data(entry.message.bytes), Data(entry.conversation.bytes), Int64(clamping: entry.createdAt),
-                Int64(clamping: entry.expiresAt), entry.attempts, entry.state.column, entry.state.reason,
-            ])
+            try insert.execute(db) { row in
+                row.bind(1, blob: entry.message.bytes)
+                row.bind(2, blob: entry.conversation.bytes)
+                row.bind(3, Int64(clamping: entry.createdAt))
+                row.bind(4, Int64(clamping: entry.expiresAt))
+                row.bind(5, Int64(entry.attempts))
+                row.bind(6, entry.state.column)
+                row.bind(7, entry.state.reason)
+            }
             if db.changesCount == 1, entry.state == .waiting { waiting.insert(entry.message) }
         }
         return waiting

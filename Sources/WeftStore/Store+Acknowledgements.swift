@@ -55,10 +55,15 @@ extension Store {
     /// of their messages (read from the store for an entry whose message is not in the batch).
     func noteUnsent(_ batch: LocalBatch, in db: Database) throws {
         guard !batch.outbox.isEmpty else { return }
-        let operations = Dictionary(batch.operations.map { ($0.id, $0.operation) }, uniquingKeysWith: { first, _ in first })
+        // Positions, not copies: copying a SignedOperation retains each of its buffers.
+        var positions: [OperationID: Int] = [:]
+        positions.reserveCapacity(batch.operations.count)
+        for (index, signed) in batch.operations.enumerated() { positions[signed.id] = index }
         var slots: [(message: OperationID, log: ConversationID, sequence: UInt64)] = []
+        slots.reserveCapacity(batch.outbox.count)
         for entry in batch.outbox {
-            if let operation = operations[entry.message] {
+            if let index = positions[entry.message] {
+                let operation = batch.operations[index].operation
                 if operation.author == localUser { slots.append((entry.message, operation.conversation, operation.sequence)) }
             } else if let row = try Row.fetchOne(
                 db.cached("SELECT conversation, sequence FROM operation WHERE id = ? AND author = ?"),

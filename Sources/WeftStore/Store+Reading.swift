@@ -130,12 +130,35 @@ extension Store {
     /// replica's (the index of each message in its conversation's order, SPEC.md §13.5).
     public func messages(_ query: MessageQuery) throws -> [MessageSnapshot] {
         try database.read { db in
+            if let page = try Self.pageFromTheEnd(query, in: db) { return page }
             let sql = try QueryTranslation.select(query, columns: Self.messageColumns, in: db)
             let rows = try Row.fetchAll(db, sql: sql.text, arguments: sql.arguments)
             // Latest-first queries find their positions faster counting from the end.
             let fromEnd = query.sort.first.map { !$0.ascending && ($0.property == .sentAt || $0.property == .position) } ?? false
             return try Self.messages(rows: rows, countingFromEnd: fromEnd, firstPosition: Self.firstPosition(of: query), in: db)
         }
+    }
+
+    /// A page of one conversation in position order that lies in the conversation's second
+    /// half, read backwards from the end: SQLite steps over every row an OFFSET skips, so the
+    /// last page of a long conversation cost a walk through all of it (a client polling its
+    /// latest message paid that on every poll). Nil for any other query.
+    private static func pageFromTheEnd(_ query: MessageQuery, in db: Database) throws -> [MessageSnapshot]? {
+        guard let first = firstPosition(of: query), let limit = query.limit, case .conversation(let id) = query.predicates[0].value,
+            let total = try Int.fetchOne(
+                db.cached("SELECT messageCount FROM conversation WHERE id = (SELECT canonical FROM conversation WHERE id = ?)"),
+                arguments: [Data(id.bytes)]),
+            first > total / 2
+        else { return nil }
+        let count = min(limit, total - first)
+        guard count > 0 else { return [] }
+        var backwards = query
+        backwards.sort = [MessageSort(.position, ascending: false)]
+        backwards.offset = total - first - count
+        backwards.limit = count
+        let sql = try QueryTranslation.select(backwards, columns: messageColumns, in: db)
+        let rows = try Row.fetchAll(db, sql: sql.text, arguments: sql.arguments)
+        return try messages(rows: rows.reversed(), countingFromEnd: false, firstPosition: first, in: db)
     }
 
     /// The position of the first row `query` returns when the query says it: a page of one

@@ -345,6 +345,16 @@ struct QueryTests {
                 }
             }
         }
+        // Pages of one conversation in position order near its end (read backwards) and near
+        // its start, against the reference.
+        let inBusiest = MessagePredicate(.conversation, .equal, .conversation(busiest.id))
+        for offset in [0, 1, busiest.messageCount / 2, busiest.messageCount / 2 + 1, busiest.messageCount - 3, busiest.messageCount - 1, busiest.messageCount, busiest.messageCount + 2] {
+            for limit in [1, 2, 10] {
+                let query = MessageQuery([inBusiest], sort: [.init(.position)], limit: limit, offset: offset)
+                let expected = try #require(reference.messages(query))
+                #expect(try store.messages(query) == expected, "offset \(offset), limit \(limit) of \(busiest.messageCount)")
+            }
+        }
         // Two keys, and several predicates at once.
         let query = MessageQuery(
             [

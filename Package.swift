@@ -12,6 +12,7 @@ import PackageDescription
 ///       <- WeftStore (SQLite through GRDB), WeftSync (sans-I/O replication: sync messages)
 ///       <- WeftControl (the control protocol between the CLI and a running node: frames,
 ///                       requests, the ControlHandler a daemon implements; no sockets)
+///       <- WeftDiscovery (sans-I/O multicast DNS: the packet codec)
 ///       <- WeftNode (SwiftNIO edge: listener, dialers, one session per peer; serves a Store;
 ///                    the control socket's server and client)
 ///       <- Weft (the client API)
@@ -31,6 +32,7 @@ let package = Package(
         .library(name: "WeftStore", targets: ["WeftStore"]),
         .library(name: "WeftSync", targets: ["WeftSync"]),
         .library(name: "WeftControl", targets: ["WeftControl"]),
+        .library(name: "WeftDiscovery", targets: ["WeftDiscovery"]),
         .library(name: "WeftNode", targets: ["WeftNode"]),
         .library(name: "Weft", targets: ["Weft"]),
         .library(name: "WeftTestKit", targets: ["WeftTestKit"]),
@@ -94,6 +96,9 @@ let package = Package(
             name: "WeftControl",
             dependencies: ["WeftBytes", "WeftModel", "WeftCrypto", .product(name: "NIOCore", package: "swift-nio")]
         ),
+        /// LAN discovery over multicast DNS (RFC 6762, DNS-SD RFC 6763): the packet codec and
+        /// the responder's state; no sockets.
+        .target(name: "WeftDiscovery"),
         .target(
             name: "WeftNode",
             dependencies: [
@@ -155,6 +160,7 @@ let package = Package(
         .testTarget(name: "WeftBytesTests", dependencies: ["WeftBytes", .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "WeftCryptoTests", dependencies: ["WeftCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "WeftCompressionTests", dependencies: ["WeftCompression"]),
+        .testTarget(name: "WeftDiscoveryTests", dependencies: ["WeftDiscovery"]),
         .testTarget(name: "WeftModelTests", dependencies: ["WeftModel", "WeftCrypto"]),
         .testTarget(
             name: "WeftStoreTests",

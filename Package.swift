@@ -12,7 +12,7 @@ import PackageDescription
 ///       <- WeftStore (SQLite through GRDB), WeftSync (sans-I/O replication: sync messages)
 ///       <- WeftControl (the control protocol between the CLI and a running node: frames,
 ///                       requests, the ControlHandler a daemon implements; no sockets)
-///       <- WeftDiscovery (sans-I/O multicast DNS: the packet codec)
+///       <- WeftDiscovery (sans-I/O multicast DNS: the packet codec, what a node advertises)
 ///       <- WeftNode (SwiftNIO edge: listener, dialers, one session per peer; serves a Store;
 ///                    the control socket's server and client)
 ///       <- Weft (the client API)
@@ -98,7 +98,7 @@ let package = Package(
         ),
         /// LAN discovery over multicast DNS (RFC 6762, DNS-SD RFC 6763): the packet codec and
         /// the responder's state; no sockets.
-        .target(name: "WeftDiscovery"),
+        .target(name: "WeftDiscovery", dependencies: ["WeftCrypto"]),
         .target(
             name: "WeftNode",
             dependencies: [
@@ -160,7 +160,7 @@ let package = Package(
         .testTarget(name: "WeftBytesTests", dependencies: ["WeftBytes", .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "WeftCryptoTests", dependencies: ["WeftCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "WeftCompressionTests", dependencies: ["WeftCompression"]),
-        .testTarget(name: "WeftDiscoveryTests", dependencies: ["WeftDiscovery"]),
+        .testTarget(name: "WeftDiscoveryTests", dependencies: ["WeftDiscovery", "WeftCrypto"]),
         .testTarget(name: "WeftModelTests", dependencies: ["WeftModel", "WeftCrypto"]),
         .testTarget(
             name: "WeftStoreTests",

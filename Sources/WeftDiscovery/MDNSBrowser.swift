@@ -1,0 +1,184 @@
+/// A Weft node found on the LAN: where to dial it, and what its TXT record says.
+public struct DiscoveredNode: Hashable, Sendable {
+    /// The instance name, which identifies it while it is advertised.
+    public var instance: DNSName
+    public var host: DNSName
+    public var port: UInt16
+    /// IPv4 (4 bytes) and IPv6 (16 bytes) addresses of the host, as advertised.
+    public var addresses: [[UInt8]]
+    public var record: WeftServiceRecord
+}
+
+/// The browsing half of discovery, sans I/O (RFC 6762 §5.2, §10; RFC 6763 §4): asks the group
+/// for `_weft._tcp.local` at growing intervals, keeps what answers say until their TTLs run
+/// out (a goodbye, TTL 0, a second later), asks again for records near their expiry, and
+/// reports Weft nodes as they become resolvable (PTR, SRV, TXT and an address) and as they go.
+public struct MDNSBrowser: Sendable {
+    public enum Change: Hashable, Sendable {
+        case found(DiscoveredNode)
+        /// Gone: said goodbye, or stopped answering before its records expired.
+        case lost(instance: DNSName)
+    }
+
+    /// The first query goes out at once, the next after a second, then at doubling intervals
+    /// up to an hour (RFC 6762 §5.2).
+    public static let firstInterval: UInt64 = 1000
+    public static let maxInterval: UInt64 = 3_600_000
+    /// A record's TTL 0 (goodbye) removes it after this long (RFC 6762 §10.1).
+    public static let goodbyeDelay: UInt64 = 1000
+
+    /// Cached records by identity, with when they were received and when they expire.
+    private var cache: [RecordKey: (record: DNSResourceRecord, received: UInt64, expires: UInt64, refreshed: Bool)] = [:]
+    private var nextQueryAt: UInt64?
+    private var interval = MDNSBrowser.firstInterval
+    /// What was reported found, by instance, to report changes and losses once.
+    public private(set) var nodes: [DNSName: DiscoveredNode] = [:]
+
+    public init() {}
+
+    /// When `tick` next has something to do.
+    public var nextTick: UInt64? {
+        ([nextQueryAt] + cache.values.map { entry in
+            entry.refreshed ? entry.expires : Self.refreshTime(entry.record, received: entry.received, expires: entry.expires)
+        }).compactMap { $0 }.min()
+    }
+
+    /// Starts browsing: the first query, at once.
+    public mutating func start(now: UInt64) -> [DNSMessage] {
+        nextQueryAt = now
+        return tick(now: now).queries
+    }
+
+    /// Expires records, asks for those near expiry, sends the periodic query when due.
+    public mutating func tick(now: UInt64) -> (queries: [DNSMessage], changes: [Change]) {
+        var questions: [DNSQuestion] = []
+        for (key, entry) in cache {
+            if entry.expires <= now {
+                cache[key] = nil
+            } else if !entry.refreshed, let refresh = Self.refreshTime(entry.record, received: entry.received, expires: entry.expires), now >= refresh {
+                cache[key]?.refreshed = true
+                let question = DNSQuestion(entry.record.name, type: entry.record.type)
+                if !questions.contains(question) { questions.append(question) }
+            }
+        }
+        var queries: [DNSMessage] = []
+        if let due = nextQueryAt, now >= due {
+            questions.removeAll { $0.name == AdvertisedService.serviceType && $0.type == DNSRecordType.ptr }
+            // Known answers: PTRs held with more than half their TTL left (RFC 6762 §7.1).
+            let known = cache.values.filter {
+                $0.record.type == DNSRecordType.ptr && $0.record.name == AdvertisedService.serviceType
+                    && ($0.expires - now) * 2 > UInt64($0.record.ttl) * 1000
+            }.map { entry in
+                var record = entry.record
+                record.ttl = UInt32((entry.expires - now) / 1000)
+                return record
+            }
+            queries.append(DNSMessage(
+                isResponse: false, questions: [DNSQuestion(AdvertisedService.serviceType, type: DNSRecordType.ptr)], answers: known))
+            nextQueryAt = now + interval
+            interval = min(interval * 2, Self.maxInterval)
+        }
+        if !questions.isEmpty { queries.append(DNSMessage(isResponse: false, questions: questions)) }
+        return (queries, resolve())
+    }
+
+    /// Takes in a packet from the group: responses fill the cache (queries are not for us).
+    public mutating func received(_ message: DNSMessage, now: UInt64) -> (queries: [DNSMessage], changes: [Change]) {
+        guard message.isResponse else { return ([], []) }
+        let records = message.answers + message.additionals
+        for record in records where Self.concerns(record) {
+            // A cache-flush record replaces what the cache holds for its name and type, except
+            // what came in the last second (RFC 6762 §10.2).
+            if record.cacheFlush {
+                for (key, entry) in cache where entry.record.name == record.name && entry.record.type == record.type
+                    && now - entry.received > 1000 && RecordKey(entry.record) != RecordKey(record)
+                {
+                    cache[key]?.expires = min(entry.expires, now + Self.goodbyeDelay)
+                }
+            }
+            let expires = record.ttl == 0 ? now + Self.goodbyeDelay : now + UInt64(record.ttl) * 1000
+            cache[RecordKey(record)] = (record, now, expires, record.ttl == 0)
+        }
+        // Ask for what a found instance still lacks (its SRV and TXT, or its host's addresses).
+        var questions: [DNSQuestion] = []
+        for instance in instances() {
+            if srv(of: instance) == nil || txt(of: instance) == nil {
+                questions += [DNSQuestion(instance, type: DNSRecordType.srv), DNSQuestion(instance, type: DNSRecordType.txt)]
+            } else if let (_, _, host) = srv(of: instance), addresses(of: host).isEmpty {
+                questions += [DNSQuestion(host, type: DNSRecordType.a), DNSQuestion(host, type: DNSRecordType.aaaa)]
+            }
+        }
+        let queries = questions.isEmpty ? [] : [DNSMessage(isResponse: false, questions: Array(Set(questions)).sorted { "\($0.name)" < "\($1.name)" })]
+        return (queries, resolve())
+    }
+
+    // MARK: - The cache
+
+    /// A record of the service type's, of an instance of it, or of an address.
+    private static func concerns(_ record: DNSResourceRecord) -> Bool {
+        switch record.data {
+        case .ptr: record.name == AdvertisedService.serviceType
+        case .srv, .txt: record.name.labels.count > 3 && (try? DNSName(labels: Array(record.name.labels.dropFirst()))) == AdvertisedService.serviceType
+        case .a, .aaaa: true
+        case .nsec, .other: false
+        }
+    }
+
+    /// When to ask again for a record: at 80 % of its TTL (RFC 6762 §5.2), for the records a
+    /// node's reachability rests on.
+    private static func refreshTime(_ record: DNSResourceRecord, received: UInt64, expires: UInt64) -> UInt64? {
+        guard record.ttl > 0 else { return nil }
+        return received + (expires - received) * 8 / 10
+    }
+
+    private func live(_ name: DNSName, _ type: UInt16) -> [DNSResourceRecord] {
+        cache.values.filter { $0.record.name == name && $0.record.type == type && $0.record.ttl > 0 }.map(\.record)
+    }
+
+    private func instances() -> [DNSName] {
+        live(AdvertisedService.serviceType, DNSRecordType.ptr).compactMap { if case .ptr(let name) = $0.data { name } else { nil } }
+    }
+
+    private func srv(of instance: DNSName) -> (UInt16, UInt16, DNSName)? {
+        for record in live(instance, DNSRecordType.srv) {
+            if case .srv(let priority, _, let port, let target) = record.data { return (priority, port, target) }
+        }
+        return nil
+    }
+
+    private func txt(of instance: DNSName) -> [[UInt8]]? {
+        for record in live(instance, DNSRecordType.txt) { if case .txt(let strings) = record.data { return strings } }
+        return nil
+    }
+
+    private func addresses(of host: DNSName) -> [[UInt8]] {
+        (live(host, DNSRecordType.a) + live(host, DNSRecordType.aaaa)).compactMap { record in
+            switch record.data {
+            case .a(let address), .aaaa(let address): address
+            default: nil
+            }
+        }.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+
+    /// Instances resolvable now against those reported: what was found or changed, what went.
+    private mutating func resolve() -> [Change] {
+        var resolved: [DNSName: DiscoveredNode] = [:]
+        for instance in instances() {
+            guard let (_, port, host) = srv(of: instance), let strings = txt(of: instance),
+                let record = WeftServiceRecord(txt: strings)
+            else { continue }
+            let addresses = addresses(of: host)
+            guard !addresses.isEmpty else { continue }
+            resolved[instance] = DiscoveredNode(instance: instance, host: host, port: port, addresses: addresses, record: record)
+        }
+        var changes: [Change] = []
+        for (instance, node) in resolved.sorted(by: { "\($0.key)" < "\($1.key)" }) where nodes[instance] != node {
+            changes.append(.found(node))
+        }
+        for instance in nodes.keys.sorted(by: { "\($0)" < "\($1)" }) where resolved[instance] == nil {
+            changes.append(.lost(instance: instance))
+        }
+        nodes = resolved
+        return changes
+    }
+}

@@ -44,7 +44,7 @@ func eventually(
     throw CancellationError()
 }
 
-@Suite("back-pressure and limits over real loopback TCP", .timeLimit(.minutes(2)))
+@Suite("back-pressure and limits over real loopback TCP", .timeLimit(.minutes(3)))
 struct BackPressureTests {
     /// 128 frames of 1 MiB: twice what loopback socket buffers (here up to 32 MiB to receive
     /// and 4 MiB to send) and the nodes' own buffers hold together, so a sender that ignored

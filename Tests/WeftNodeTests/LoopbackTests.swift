@@ -6,7 +6,7 @@ import WeftCrypto
 import WeftNode
 import WeftWire
 
-@Suite("nodes over real loopback TCP", .timeLimit(.minutes(1)))
+@Suite("nodes over real loopback TCP", .timeLimit(.minutes(3)))
 struct LoopbackTests {
     @Test("two nodes authenticate each other, exchange data and keep pinging")
     func twoNodes() async throws {

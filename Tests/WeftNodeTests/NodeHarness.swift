@@ -41,7 +41,10 @@ final class EventRecorder: Sendable {
     func resume() { storage.paused.withLock { $0 = false } }
 
     /// The first recorded event `match` accepts, waiting up to `seconds`.
-    func first<T>(within seconds: Double = 10, _ match: (NodeEvent) -> T?) async throws -> T {
+    /// (60 s: a deadline against hangs, met at once when all is well. In the full test run,
+    /// CPU-bound suites can hold both cooperative threads of this 2-core machine for seconds,
+    /// and the node's tasks wait for them; 10 s was too short then.)
+    func first<T>(within seconds: Double = 60, _ match: (NodeEvent) -> T?) async throws -> T {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while ContinuousClock.now < deadline {
             if let found = all.lazy.compactMap(match).first { return found }

@@ -6,7 +6,7 @@ import WeftModel
 @testable import WeftNode
 import WeftWire
 
-@Suite("LocalNode: a whole node on a home, in-process", .timeLimit(.minutes(1)))
+@Suite("LocalNode: a whole node on a home, in-process", .timeLimit(.minutes(3)))
 struct LocalNodeTests {
     /// Homes for alice and bob in one mesh, under a directory the caller removes.
     static func twoHomes() throws -> (root: URL, alice: URL, bob: URL, bobUser: UserID) {

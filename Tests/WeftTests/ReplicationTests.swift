@@ -11,7 +11,7 @@ import WeftStore
 
 /// Replication between in-process nodes over real loopback TCP: the Replicator driving the
 /// sync core with real stores.
-@Suite("replication over loopback", .timeLimit(.minutes(1)))
+@Suite("replication over loopback", .timeLimit(.minutes(3)))
 struct ReplicationTests {
     typealias Harness = InProcessNodeTests
 

@@ -22,7 +22,8 @@ struct UnsentSlots {
     mutating func remove(_ messages: some Sequence<OperationID>) {
         for message in messages {
             guard let (log, sequence) = slots.removeValue(forKey: message) else { continue }
-            byLog[log]?[sequence] = nil
+            // (Another message may have taken the slot since: the user's two devices forked it.)
+            if byLog[log]?[sequence] == message { byLog[log]?[sequence] = nil }
             if byLog[log]?.isEmpty == true { byLog[log] = nil }
         }
     }

@@ -99,6 +99,10 @@ resp("bob, inbound, holding 3 conversations and 120 operations", "PEERS RESULT",
     {"peers": [{"user": BOB, "displayName": "bob", "address": "127.0.0.1:50000", "origin": "inbound",
                 "connectedAt": "1700000000500", "holdings": {"conversations": 3, "operations": "120"}}]},
     page([h(BOB) + text("bob") + text("127.0.0.1:50000") + u8(2) + u64(1700000000500) + u8(1) + u32(3) + u64(120)]))
+resp("carol, found on the LAN and dialed, holdings not known yet", "PEERS RESULT", 3,
+    {"peers": [{"user": CAROL, "displayName": "carol", "address": "10.0.0.3:7400", "origin": "discovered",
+                "connectedAt": "1700000000900", "holdings": None}]},
+    page([h(CAROL) + text("carol") + text("10.0.0.3:7400") + u8(4) + u64(1700000000900) + u8(0)]))
 resp("bob, connected", "USERS RESULT", 4, {"users": [{"user": BOB, "displayName": "bob", "isConnected": True}]},
     page([h(BOB) + text("bob") + u8(1)]))
 resp("two replication counters", "STATISTICS RESULT", 19,

@@ -70,10 +70,20 @@ public final class ClientControlHandler: ControlHandler {
 
     public func peers() async throws(ControlFailure) -> [PeerRecord] {
         var records: [PeerRecord] = []
+        // How each connection came about, as the mesh node knows it (without one: by direction).
+        let origins = Dictionary((node?.peers ?? []).map { ($0.info.identity, $0.origin) }, uniquingKeysWith: { first, _ in first })
         for connection in directory.connections {
+            let origin: PeerRecord.Origin =
+                switch origins[connection.info.identity] {
+                case .configured?: .staticAddress
+                case .added?: .added
+                case .discovered?: .discovered
+                case .inbound?: .inbound
+                case nil: connection.direction == .outbound ? .staticAddress : .inbound
+                }
             records.append(PeerRecord(
                 user: connection.info.identity, displayName: connection.info.displayName, address: connection.address,
-                origin: connection.direction == .outbound ? .staticAddress : .inbound, connectedAt: connection.since,
+                origin: origin, connectedAt: connection.since,
                 holdings: await replication?.holdings(of: connection.info.identity)))
         }
         return records

@@ -16,16 +16,22 @@ public struct PeerHoldings: Hashable, Sendable {
 /// One connected peer (SPEC.md §15.5, PEERS).
 public struct PeerRecord: Hashable, Sendable {
     /// How the connection came about.
-    public enum Origin: UInt8, Hashable, Sendable, CustomStringConvertible {
+    public enum Origin: UInt8, Hashable, Sendable, CaseIterable, CustomStringConvertible {
         /// This node dialed it: an address given with `--peer`.
         case staticAddress = 1
         /// It dialed this node.
         case inbound = 2
+        /// This node dialed it because someone asked the running node to (CONNECT, LocalMesh).
+        case added = 3
+        /// This node dialed it because it found it on the LAN (SPEC.md §16).
+        case discovered = 4
 
         public var description: String {
             switch self {
             case .staticAddress: "static"
             case .inbound: "inbound"
+            case .added: "added"
+            case .discovered: "discovered"
             }
         }
     }

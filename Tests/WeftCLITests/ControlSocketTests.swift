@@ -144,4 +144,25 @@ struct ControlSocketTests {
         #expect(page.map { $0.parts.first?.inlineData } == [Array("one".utf8), Array("two".utf8)])
         #expect(try await alice.stop() == 0)
     }
+
+    @Test("PEERS says how each link came about: a CONNECT's dialer shows added, the other side inbound")
+    func peerOrigins() async throws {
+        let dir = try TemporaryDirectory()
+        let alice = try await RunningNode(dir, "alice")
+        let carol = try await RunningNode(dir, "carol", meshKeyFrom: alice)
+        try await alice.start()
+        try await carol.start()
+        _ = try await ControlClient.withConnection(socketPath: "\(carol.home)/control.sock") { try await $0.request(.connect(address: alice.address)) }
+        try await eventually("carol lists alice") {
+            let peers = try await carol.json("peers") as? [[String: Any]] ?? []
+            return peers.count == 1
+        }
+        #expect((try await carol.json("peers") as? [[String: Any]])?.first?["origin"] as? String == "added")
+        try await eventually("alice lists carol, inbound") {
+            let peers = try await alice.json("peers") as? [[String: Any]] ?? []
+            return peers.first?["origin"] as? String == "inbound"
+        }
+        #expect(try await carol.stop() == 0)
+        #expect(try await alice.stop() == 0)
+    }
 }

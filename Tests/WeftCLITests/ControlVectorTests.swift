@@ -132,7 +132,7 @@ func response(from f: [String: Any]) -> ControlResponse {
             let holdings = p["holdings"] as? [String: Any]
             return PeerRecord(
                 user: user(p["user"]), displayName: p["displayName"] as! String, address: p["address"] as! String,
-                origin: p["origin"] as! String == "inbound" ? .inbound : .staticAddress, connectedAt: u64(p["connectedAt"]),
+                origin: PeerRecord.Origin.allCases.first { "\($0)" == p["origin"] as! String }!, connectedAt: u64(p["connectedAt"]),
                 holdings: holdings.map { PeerHoldings(conversations: u32($0["conversations"]), operations: u64($0["operations"])) })
         })
     case "USERS RESULT":

@@ -27,10 +27,17 @@ final class ChildProcess: @unchecked Sendable {
     private let stdoutText = Collected()
     private let stderrText = Collected()
 
-    init(_ arguments: [String], environment: [String: String] = [:]) throws {
+    /// - Parameter namespace: a network namespace to run it in (`ip netns exec`, which execs
+    ///   weft in place: the process is weft's own).
+    init(_ arguments: [String], environment: [String: String] = [:], namespace: String? = nil) throws {
         let process = Process()
-        process.executableURL = weftBinary
-        process.arguments = arguments
+        if let namespace {
+            process.executableURL = URL(fileURLWithPath: NamespaceLAN.ip)
+            process.arguments = ["netns", "exec", namespace, weftBinary.path] + arguments
+        } else {
+            process.executableURL = weftBinary
+            process.arguments = arguments
+        }
         var env = ProcessInfo.processInfo.environment
         env["WEFT_PASSPHRASE"] = nil
         env["WEFT_HOME"] = nil

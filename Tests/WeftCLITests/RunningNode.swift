@@ -19,9 +19,10 @@ final class RunningNode: @unchecked Sendable {
         #expect(result.status == 0, "\(result.stderr)")
     }
 
-    /// Starts `weft node` and waits until it prints its address.
-    func start(_ extra: [String] = []) async throws {
-        let child = try ChildProcess(["node", "--home", home, "--listen", "127.0.0.1:0", "--log-level", "info"] + extra)
+    /// Starts `weft node` and waits until it prints its address (in `namespace`, if given,
+    /// listening on `listen` there; its home and control socket stay on the shared file system).
+    func start(_ extra: [String] = [], listen: String = "127.0.0.1:0", namespace: String? = nil) async throws {
+        let child = try ChildProcess(["node", "--home", home, "--listen", listen, "--log-level", "info"] + extra, namespace: namespace)
         process = child
         let output = try await child.waitFor("listening on ")
         address = String(try #require(lines(output).first { $0.hasPrefix("listening on ") }).dropFirst("listening on ".count))

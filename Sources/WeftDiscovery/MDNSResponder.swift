@@ -1,3 +1,5 @@
+import WeftCrypto
+
 /// Where a multicast DNS packet goes: the group, or back to one sender (a querier on another
 /// port than 5353 is a simple resolver that reads only unicast answers, RFC 6762 §6.7).
 public enum MDNSDestination: Hashable, Sendable {
@@ -261,5 +263,26 @@ extension DNSWriter {
         var writer = DNSWriter(compressing: false)
         writer.record(DNSResourceRecord(try! DNSName(labels: []), data, ttl: 0))
         return Array(writer.bytes.dropFirst(11))
+    }
+}
+
+extension AdvertisedService {
+    /// At most this many bytes of the display name go into the instance label (SPEC.md §16.1).
+    public static let maxDisplayNameByteCount = 48
+
+    /// What a node advertises (SPEC.md §16.1): the instance label "display name (tag)" (the
+    /// name cut at a character boundary to 48 bytes, the tag the first two bytes of the user's
+    /// key in hex), the host label "weft-" and its first four bytes, and the TXT record.
+    public init(displayName: String, user: PublicIdentity, meshTag: [UInt8], port: UInt16, addresses: [[UInt8]]) {
+        var name = ""
+        for character in displayName {
+            guard name.utf8.count + String(character).utf8.count <= Self.maxDisplayNameByteCount else { break }
+            name.append(character)
+        }
+        let key = user.bytes
+        self.init(
+            instanceLabel: "\(name) (\(WeftServiceRecord.hex(Array(key.prefix(2)))))",
+            hostLabel: "weft-\(WeftServiceRecord.hex(Array(key.prefix(4))))", port: port,
+            txt: WeftServiceRecord(user: user, meshTag: meshTag).txtStrings, addresses: addresses)
     }
 }

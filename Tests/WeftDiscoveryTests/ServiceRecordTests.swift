@@ -47,3 +47,21 @@ struct ServiceRecordTests {
         }
     }
 }
+
+@Suite("The names a node advertises (SPEC.md §16.1)")
+struct AdvertisedNamesTests {
+    @Test("instance 'display name (tag)', the name cut at a character boundary to 48 bytes; host weft- and four bytes of the key")
+    func names() throws {
+        let user = try UserIdentifier.decode("weft1aoqqpp7tzyil4hlq3umoos6atft6jvrqtosq2xy53sdgiesvgg4powvuke")
+        let tag = WeftServiceRecord.hex(Array(user.bytes.prefix(2)))
+        let service = AdvertisedService(displayName: "alice", user: user, meshTag: MeshKey.generate().tag, port: 7400, addresses: [[10, 0, 0, 1]])
+        #expect(service.instanceLabel == "alice (\(tag))")
+        #expect(service.hostLabel == "weft-" + WeftServiceRecord.hex(Array(user.bytes.prefix(4))))
+        #expect(WeftServiceRecord(txt: service.txt)?.user == user)
+        // 47 ASCII bytes and a 2-byte character do not fit 48: the character goes whole.
+        let long = String(repeating: "a", count: 47) + "é" + "b"
+        let cut = AdvertisedService(displayName: long, user: user, meshTag: [], port: 1, addresses: [])
+        #expect(cut.instanceLabel == String(repeating: "a", count: 47) + " (\(tag))")
+        #expect(try DNSName(labels: [Array(cut.instanceLabel.utf8)]).labels.count == 1, "fits a DNS label")
+    }
+}

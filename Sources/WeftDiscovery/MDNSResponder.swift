@@ -10,6 +10,7 @@ public enum MDNSDestination: Hashable, Sendable {
 /// The service a node advertises on one interface (SPEC.md §16.1).
 public struct AdvertisedService: Hashable, Sendable {
     /// The service type, `_weft._tcp.local`.
+    // Constant names of valid labels: they cannot fail.
     public static let serviceType = try! DNSName("_weft._tcp.local")
     public static let domain = try! DNSName("local")
 
@@ -22,7 +23,12 @@ public struct AdvertisedService: Hashable, Sendable {
     /// The interface's addresses: 4 bytes (A) or 16 (AAAA) each.
     public var addresses: [[UInt8]]
 
-    public init(instanceLabel: String, hostLabel: String, port: UInt16, txt: [[UInt8]], addresses: [[UInt8]]) {
+    /// - Throws: `badName` for an empty instance label, or a host label empty or over 63 bytes
+    ///   (an instance label is cut to fit, with its rename suffix, `label(_:attempt:)`).
+    public init(instanceLabel: String, hostLabel: String, port: UInt16, txt: [[UInt8]], addresses: [[UInt8]]) throws(DNSMessageError) {
+        guard !instanceLabel.isEmpty, (1...DNSName.maxLabelByteCount).contains(hostLabel.utf8.count) else {
+            throw DNSMessageError(.badName, "an instance label of \(instanceLabel.utf8.count) bytes or a host label of \(hostLabel.utf8.count)")
+        }
         self.instanceLabel = instanceLabel
         self.hostLabel = hostLabel
         self.port = port
@@ -30,8 +36,17 @@ public struct AdvertisedService: Hashable, Sendable {
         self.addresses = addresses
     }
 
-    /// The instance label of the `attempt`th name (RFC 6763 §9: "name (2)", "name (3)", ...).
-    static func label(_ base: String, attempt: Int) -> String { attempt == 1 ? base : "\(base) (\(attempt))" }
+    /// The instance label of the `attempt`th name (RFC 6763 §9: "name (2)", "name (3)", ...),
+    /// the base cut at a character boundary so that the label fits its 63 bytes.
+    static func label(_ base: String, attempt: Int) -> String {
+        let suffix = attempt == 1 ? "" : " (\(attempt))"
+        var cut = ""
+        for character in base {
+            guard cut.utf8.count + String(character).utf8.count + suffix.utf8.count <= DNSName.maxLabelByteCount else { break }
+            cut.append(character)
+        }
+        return cut + suffix
+    }
 }
 
 /// The advertising half of discovery, sans I/O (RFC 6762 §8, §10.1): probes its names, then
@@ -64,6 +79,8 @@ public struct MDNSResponder: Sendable {
 
     public init(service: AdvertisedService) { self.service = service }
 
+    // Both labels are 1 to 63 bytes (checked by `AdvertisedService.init`, cut by `label`), and
+    // the names they make are far under 255 bytes: these cannot fail.
     public var instanceName: DNSName {
         try! AdvertisedService.serviceType.prepending(Array(AdvertisedService.label(service.instanceLabel, attempt: attempt).utf8))
     }
@@ -261,7 +278,7 @@ extension DNSWriter {
     /// A record's data on the wire, names uncompressed: what RFC 6762 compares.
     static func rdata(_ data: DNSRecordData) -> [UInt8] {
         var writer = DNSWriter(compressing: false)
-        writer.record(DNSResourceRecord(try! DNSName(labels: []), data, ttl: 0))
+        writer.record(DNSResourceRecord(try! DNSName(labels: []), data, ttl: 0))  // the root name: no label to refuse
         return Array(writer.bytes.dropFirst(11))
     }
 }
@@ -280,7 +297,8 @@ extension AdvertisedService {
             name.append(character)
         }
         let key = user.bytes
-        self.init(
+        // Labels of 1 to 60 bytes: the name is cut to 48, the suffix and host are fixed.
+        try! self.init(
             instanceLabel: "\(name) (\(WeftServiceRecord.hex(Array(key.prefix(2)))))",
             hostLabel: "weft-\(WeftServiceRecord.hex(Array(key.prefix(4))))", port: port,
             txt: WeftServiceRecord(user: user, meshTag: meshTag).txtStrings, addresses: addresses)

@@ -10,7 +10,7 @@ struct MDNSBrowserTests {
     /// A responder for a Weft node, run until it announces; returns it and its announcement.
     static func announced(port: UInt16 = 7400) -> (MDNSResponder, DNSMessage) {
         let txt = WeftServiceRecord(user: user, meshTag: tag).txtStrings
-        var responder = MDNSResponder(service: AdvertisedService(
+        var responder = MDNSResponder(service: try! AdvertisedService(
             instanceLabel: "alice (3f2a)", hostLabel: "weft-3f2a0001", port: port, txt: txt, addresses: [[10, 0, 0, 2]]))
         _ = responder.start(now: 0)
         var announcement: DNSMessage?

@@ -4,7 +4,7 @@ import Testing
 @Suite("The mDNS responder, sans I/O: probe, announce, answer, rename on conflict, goodbye (RFC 6762 §8, §10)")
 struct MDNSResponderTests {
     static func service(port: UInt16 = 7400, address: [UInt8] = [10, 0, 0, 2], label: String = "alice (3f2a)") -> AdvertisedService {
-        AdvertisedService(
+        try! AdvertisedService(
             instanceLabel: label, hostLabel: "weft-3f2a\(address.last!)", port: port, txt: [Array("v=1".utf8)], addresses: [address])
     }
 
@@ -128,5 +128,17 @@ struct MDNSResponderTests {
         #expect(bye[0].0.answers.allSatisfy { $0.ttl == 0 })
         #expect(responder.phase == .stopped)
         #expect(responder.stop().isEmpty)
+    }
+
+    @Test("labels fit: an empty or overlong host label is refused; a long instance name is cut to leave room for its rename suffix")
+    func labelsFit() throws {
+        #expect(throws: DNSMessageError.self) { try AdvertisedService(instanceLabel: "a", hostLabel: String(repeating: "h", count: 64), port: 1, txt: [], addresses: []) }
+        #expect(throws: DNSMessageError.self) { try AdvertisedService(instanceLabel: "", hostLabel: "h", port: 1, txt: [], addresses: []) }
+        let long = String(repeating: "é", count: 40)
+        for attempt in [1, 2, 1234] {
+            let label = AdvertisedService.label(long, attempt: attempt)
+            #expect(label.utf8.count <= DNSName.maxLabelByteCount)
+            #expect(attempt == 1 || label.hasSuffix(" (\(attempt))"))
+        }
     }
 }

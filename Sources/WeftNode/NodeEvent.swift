@@ -14,7 +14,9 @@ public enum NodeEvent: Sendable {
     case listening(SocketAddress)
     /// A peer completed the handshake and proved its identity.
     case peerAuthenticated(NodeInfo, address: SocketAddress?, direction: ConnectionDirection)
-    /// A connection ended; `peer` is nil when it ended before authentication.
+    /// A connection ended; `peer` is nil when it ended before authentication (or was refused
+    /// at it). An authenticated connection that a newer one with the same peer replaced (§5)
+    /// names the peer too, which is still connected then (`MeshNode.isConnected`).
     case connectionEnded(peer: NodeInfo?, address: SocketAddress?, ConnectionEnd)
     /// A keepalive round trip completed.
     case pong(PublicIdentity, roundTrip: TimeAmount)

@@ -43,11 +43,11 @@ struct PeerSession: Sendable {
                             if let peer { await node.report(.pong(peer.identity, roundTrip: roundTrip)) }
                         case .ended(let end):
                             // Unregister before reporting, so whoever sees the end also sees the
-                            // peer gone from `connectedPeers`.
-                            // A connection replaced by a newer one with the same peer ends
-                            // without naming it: the peer is still connected.
-                            let wasCurrent = node.sessionEnded(channel: connection.channel)
-                            await node.report(.connectionEnded(peer: wasCurrent ? peer : nil, address: address, end))
+                            // peer gone from `connectedPeers`. A connection replaced by a newer
+                            // one with the same peer (§5) names it too, as it was reported: the
+                            // peer is still connected then, which `isConnected` tells.
+                            node.sessionEnded(channel: connection.channel)
+                            await node.report(.connectionEnded(peer: peer, address: address, end))
                         }
                     }
                 }

@@ -51,6 +51,32 @@ struct LinkTests {
         try await bob.stop()
     }
 
+    @Test("a connection replaced by the peer's preferred one ends naming the peer; the directory keeps only the new one")
+    func replacedConnection() async throws {
+        let meshKey = MeshKey.generate()
+        let one = try startNode("one", meshKey: meshKey)
+        let two = try startNode("two", meshKey: meshKey)
+        let (lesser, greater) = one.identity.bytes.lexicographicallyPrecedes(two.identity.bytes) ? (one, two) : (two, one)
+        // The greater dials first; the lesser's own dial then wins by §5 and replaces it.
+        greater.node.connect(to: try await lesser.address().peerAddress)
+        try await eventually("connected, dialed by the greater") { lesser.connectedPeers == [greater.identity] }
+        lesser.node.connect(to: try await greater.address().peerAddress)
+        try await eventually("the lesser's own connection replaced it") {
+            lesser.node.peers.count == 1 && lesser.node.peers.first?.direction == .outbound
+        }
+        let end = try await lesser.events.first { event -> NodeInfo? in
+            if case .connectionEnded(let peer?, _, _) = event { peer } else { nil }
+        }
+        #expect(end.identity == greater.identity)
+        #expect(lesser.node.isConnected(greater.identity), "the peer is still connected")
+        // What `weft peers` lists: one connection, the new one.
+        let directory = PeerDirectory(clock: { 0 })
+        for event in lesser.events.all { directory.record(event) }
+        #expect(directory.connections.map(\.direction) == [.outbound])
+        try await one.stop()
+        try await two.stop()
+    }
+
     @Test("a cut link closes with CLOSE 4 and stays down; healed, the dialer reconnects at once")
     func cutAndHeal() async throws {
         let meshKey = MeshKey.generate()

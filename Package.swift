@@ -107,6 +107,7 @@ let package = Package(
                 "WeftWire",
                 "WeftStore",
                 "WeftSync",
+                "WeftDiscovery",
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

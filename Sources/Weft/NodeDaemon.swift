@@ -21,15 +21,19 @@ public final class NodeDaemon: Service, Sendable {
         public var timeToLive: Duration
         /// How long relayed conversations are kept (`--retention-days`).
         public var retentionDays: Int
+        /// The interfaces LAN discovery runs on (`--discovery-interface`; empty: every one
+        /// that can, `DiscoveryInterface.select`), or nil with discovery off.
+        public var discoveryInterfaces: [String]?
 
         public init(
             home: NodeHome, node: MeshNode.Configuration, timeToLive: Duration = WeftClient.defaultTimeToLive,
-            retentionDays: Int = 30
+            retentionDays: Int = 30, discoveryInterfaces: [String]? = nil
         ) {
             self.home = home
             self.node = node
             self.timeToLive = timeToLive
             self.retentionDays = retentionDays
+            self.discoveryInterfaces = discoveryInterfaces
         }
     }
 
@@ -40,6 +44,8 @@ public final class NodeDaemon: Service, Sendable {
     public let replicator: Replicator
     /// Connected peers and the names the node has met.
     public let directory: PeerDirectory
+    /// LAN discovery, when it is on.
+    public let discovery: LANDiscovery?
     private let handler: ClientControlHandler
     private let lock: HomeLock
     private let logger: Logger
@@ -68,7 +74,17 @@ public final class NodeDaemon: Service, Sendable {
         self.logger = logger
         self.onReady = onReady
         client = try WeftClient(store: store, identity: identity, timeToLive: configuration.timeToLive)
-        node = MeshNode(configuration: configuration.node, store: store, logger: logger)
+        let node = MeshNode(configuration: configuration.node, store: store, logger: logger)
+        self.node = node
+        if let names = configuration.discoveryInterfaces {
+            do {
+                discovery = try LANDiscovery(node: node, interfaceNames: names, logger: logger)
+            } catch {
+                throw NodeDaemonError(error.description)
+            }
+        } else {
+            discovery = nil
+        }
         let directory = PeerDirectory(clock: Mailbox.systemClock)
         self.directory = directory
         var replication = ReplicationConfiguration()
@@ -86,13 +102,18 @@ public final class NodeDaemon: Service, Sendable {
         events.daemon = self
     }
 
-    /// Serves the control socket and runs the mesh node until graceful shutdown or
-    /// cancellation; then removes the control socket and the address file.
+    /// Serves the control socket and runs the mesh node (and discovery, once the node
+    /// listens) until graceful shutdown or cancellation; then removes the control socket and
+    /// the address file. Discovery says its goodbye as the node closes its connections.
     public func run() async throws {
         let home = configuration.home
         let server = ControlServer(socketPath: home.controlSocket.path, handler: handler, logger: logger)
         defer { unlink(home.addressFile.path) }
-        try await server.serve { try await self.replicator.run() }
+        try await withThrowingDiscardingTaskGroup { group in
+            if let discovery { group.addTask { await discovery.run() } }
+            try await server.serve { try await self.replicator.run() }
+            group.cancelAll()
+        }
     }
 
     /// Every node event, from the replicator (which consumes the node's events).
@@ -107,6 +128,7 @@ public final class NodeDaemon: Service, Sendable {
             } catch {
                 logger.error("cannot write the address file: \(error)")
             }
+            discovery?.listening(onPort: address.port ?? 0)
             onReady(text)
         case .peerAuthenticated, .connectionEnded, .pong, .data:
             break  // logged by the connection; the directory keeps what `weft peers` shows

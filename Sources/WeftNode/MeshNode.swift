@@ -131,9 +131,13 @@ public final class MeshNode: Service, Sendable {
         request?.yield(address)
     }
 
-    /// Stops dialing `address` (an open connection stays).
-    public func forget(_ address: PeerAddress) {
-        registry.withLock { _ = $0.dialTargets.removeValue(forKey: address) }
+    /// Stops dialing `address` (an open connection stays); with `origin`, only if it was
+    /// added that way (discovery forgets what it found, never a configured peer).
+    public func forget(_ address: PeerAddress, ifFoundAs origin: ConnectedPeer.Origin? = nil) {
+        registry.withLock { registry in
+            guard let target = registry.dialTargets[address], origin == nil || target.how == origin else { return }
+            registry.dialTargets[address] = nil
+        }
     }
 
     /// Cuts the link to `peer`: closes its connection with CLOSE 4 and refuses it until

@@ -162,7 +162,7 @@ extension LocalMesh {
         /// dialing `peers`; returns once it answers STATUS with its listening address.
         func launch(binary: URL, peers: [String], extraArguments: [String], timeout: Duration) async throws {
             let port = state.withLock { $0.port }
-            var arguments = ["node", "--home", home.path, "--listen", "127.0.0.1:\(port)", "--log-level", "info"]
+            var arguments = ["node", "--home", home.path, "--listen", "127.0.0.1:\(port)", "--discovery", "off", "--log-level", "info"]
             for peer in peers { arguments += ["--peer", peer] }
             let process = try NodeProcess(binary: binary, arguments: arguments + extraArguments, log: logFile)
             state.withLock { $0.process = process }

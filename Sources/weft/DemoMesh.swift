@@ -22,7 +22,7 @@ final class DemoMesh: Sendable {
         let identity = try home.create(displayName: name, meshKey: meshKey, protection: .none)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try Self.executablePath())
-        process.arguments = ["node", "--home", home.directory.path, "--listen", "127.0.0.1:0", "--log-level", "error"]
+        process.arguments = ["node", "--home", home.directory.path, "--listen", "127.0.0.1:0", "--discovery", "off", "--log-level", "error"]
             + peers.flatMap { ["--peer", $0] }
         process.standardOutput = FileHandle.nullDevice
         try process.run()

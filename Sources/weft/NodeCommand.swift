@@ -17,11 +17,19 @@ struct NodeCommand: AsyncCommand {
 
     @OptionGroup var home: HomeOptions
 
-    @Option(help: "Address to listen on; port 0 picks a free port.", transform: parseAddress)
-    var listen: PeerAddress = PeerAddress(host: "127.0.0.1", port: 0)
+    @Option(
+        help: "Address to listen on; port 0 picks a free port. (default: 0.0.0.0:0 with discovery on, else 127.0.0.1:0)",
+        transform: parseAddress)
+    var listen: PeerAddress?
 
     @Option(name: .customLong("peer"), help: "A peer to dial, host:port (repeatable).", transform: parseAddress)
     var peers: [PeerAddress] = []
+
+    @Option(help: "Find the mesh's other nodes on the LAN over multicast DNS, and be found: on or off.")
+    var discovery: DiscoverySwitch = .on
+
+    @Option(name: .customLong("discovery-interface"), help: "An interface to run discovery on (repeatable; default: every one with IPv4 and multicast but loopback).")
+    var discoveryInterfaces: [String] = []
 
     @Option(help: "Read the passphrase from this file (else $WEFT_PASSPHRASE, else a prompt).")
     var passphraseFile: String?
@@ -46,6 +54,9 @@ struct NodeCommand: AsyncCommand {
             throw ValidationError("--idle-timeout must be longer than --ping-interval, and both positive.")
         }
         guard timeToLive > 0, timeToLive <= Int(UInt32.max) else { throw ValidationError("--ttl must be from 1 to 4294967295 seconds.") }
+        guard discovery == .on || discoveryInterfaces.isEmpty else {
+            throw ValidationError("--discovery-interface needs --discovery on.")
+        }
         guard retentionDays > 0, retentionDays <= 36500 else { throw ValidationError("--retention-days must be from 1 to 36500.") }
     }
 
@@ -68,9 +79,10 @@ struct NodeCommand: AsyncCommand {
                 home: nodeHome,
                 node: .init(
                     identity: identity, meshKey: try nodeHome.meshKey(), displayName: nodeHome.displayName(),
-                    listenAddress: listen, peers: peers,
+                    listenAddress: listen ?? PeerAddress(host: discovery == .on ? "0.0.0.0" : "127.0.0.1", port: 0), peers: peers,
                     policy: ChannelPolicy(pingInterval: .seconds(Int64(pingInterval)), idleTimeout: .seconds(Int64(idleTimeout)))),
-                timeToLive: .seconds(timeToLive), retentionDays: retentionDays),
+                timeToLive: .seconds(timeToLive), retentionDays: retentionDays,
+                discoveryInterfaces: discovery == .on ? discoveryInterfaces : nil),
             lock: lock, logger: logger,
             onReady: { address in say("listening on \(address)") })
         logger.info("node \(identity.publicKey) (\(nodeHome.displayName())) starting; control socket \(nodeHome.controlSocket.path)")
@@ -79,6 +91,11 @@ struct NodeCommand: AsyncCommand {
             configuration: .init(services: [daemon], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await services.run()
     }
+}
+
+/// `--discovery on|off`.
+enum DiscoverySwitch: String, ExpressibleByArgument, CaseIterable {
+    case on, off
 }
 
 /// Parses `host:port` for ArgumentParser, with one sentence on failure.

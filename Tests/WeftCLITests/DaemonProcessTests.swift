@@ -170,7 +170,7 @@ struct DaemonProcessTests {
         let dir = try TemporaryDirectory()
         let alice = try await RunningNode(dir, "alice")
         try await alice.start()
-        let second = try await alice.refused(["node", "--listen", "127.0.0.1:0"])
+        let second = try await alice.refused(["node", "--listen", "127.0.0.1:0", "--discovery", "off"])
         #expect(second == "Another weft node is already running on \(alice.home); stop it first or choose another --home.")
         #expect(isSocket("\(alice.home)/control.sock"))
         #expect(try await alice.ok("status").contains("name: alice"))

@@ -22,7 +22,7 @@ struct NodeProcessTests {
 
         let alice = try ChildProcess([
             "node", "--home", dir.path("alice"), "--passphrase-file", dir.path("alice.pass"),
-            "--listen", "127.0.0.1:0", "--ping-interval", "1", "--idle-timeout", "3", "--log-level", "debug",
+            "--listen", "127.0.0.1:0", "--discovery", "off", "--ping-interval", "1", "--idle-timeout", "3", "--log-level", "debug",
         ])
         defer { alice.terminate() }
         let listening = try await alice.waitFor("listening on ")
@@ -34,7 +34,7 @@ struct NodeProcessTests {
 
         let bob = try ChildProcess(
             [
-                "node", "--home", dir.path("bob"), "--listen", "127.0.0.1:0", "--peer", String(address),
+                "node", "--home", dir.path("bob"), "--listen", "127.0.0.1:0", "--discovery", "off", "--peer", String(address),
                 "--ping-interval", "1", "--idle-timeout", "3", "--log-level", "debug",
             ],
             environment: ["WEFT_PASSPHRASE": "passphrase of bob"])
@@ -67,7 +67,7 @@ struct NodeProcessTests {
         let modified = try FileManager.default.attributesOfItem(atPath: identityPath)[.modificationDate] as? Date
 
         let wrong = try dir.write("wrong.pass", "not the passphrase\n")
-        let result = try await weft("node", "--home", dir.path("alice"), "--passphrase-file", wrong)
+        let result = try await weft("node", "--home", dir.path("alice"), "--passphrase-file", wrong, "--discovery", "off")
         #expect(result.status != 0)
         #expect(lines(result.stderr) == ["weft: The passphrase does not open the identity in \(identityPath)."])
         #expect(!result.stdout.contains("listening"))
@@ -79,7 +79,7 @@ struct NodeProcessTests {
     func missingPassphrase() async throws {
         let dir = try TemporaryDirectory()
         _ = try await makeHome(dir, "alice")
-        let result = try await weft("node", "--home", dir.path("alice"))
+        let result = try await weft("node", "--home", dir.path("alice"), "--discovery", "off")
         #expect(result.status != 0)
         #expect(lines(result.stderr).count == 1)
         #expect(result.stderr.contains("--passphrase-file"))
@@ -95,7 +95,7 @@ struct NodeProcessTests {
         try Data(bytes).write(to: URL(fileURLWithPath: identityPath))
 
         for arguments in [
-            ["node", "--home", dir.path("alice"), "--passphrase-file", dir.path("alice.pass")],
+            ["node", "--home", dir.path("alice"), "--passphrase-file", dir.path("alice.pass"), "--discovery", "off"],
             ["id", "--home", dir.path("alice")],
         ] {
             let child = try ChildProcess(arguments)

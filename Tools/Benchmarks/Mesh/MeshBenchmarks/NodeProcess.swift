@@ -38,7 +38,7 @@ final class NodeProcess {
     func start(peers: [NodeProcess] = []) throws {
         let process = Process()
         process.executableURL = weftBinary
-        var arguments = ["node", "--home", home.directory.path, "--listen", "127.0.0.1:0", "--log-level", "warning"]
+        var arguments = ["node", "--home", home.directory.path, "--listen", "127.0.0.1:0", "--discovery", "off", "--log-level", "warning"]
         for peer in peers { arguments += ["--peer", peer.address] }
         process.arguments = arguments
         process.standardInput = FileHandle.nullDevice

@@ -203,7 +203,7 @@ let package = Package(
         .testTarget(
             name: "WeftCLITests",
             dependencies: [
-                "WeftCrypto", "WeftControl", "WeftModel", "WeftNode",
+                "WeftCrypto", "WeftControl", "WeftModel", "WeftNode", "WeftDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),

@@ -12,7 +12,7 @@ let weftBinary: URL = {
     return packageRoot.appendingPathComponent(".build/debug/weft")
 }()
 
-/// A real `weft` process with its output collected as it arrives.
+/// A real `weft` process (or another program's) with its output collected as it arrives.
 final class ChildProcess: @unchecked Sendable {
     /// Text collected from a pipe by its readability handler.
     private final class Collected: Sendable {
@@ -28,14 +28,15 @@ final class ChildProcess: @unchecked Sendable {
     private let stderrText = Collected()
 
     /// - Parameter namespace: a network namespace to run it in (`ip netns exec`, which execs
-    ///   weft in place: the process is weft's own).
-    init(_ arguments: [String], environment: [String: String] = [:], namespace: String? = nil) throws {
+    ///   the program in place: the process is the program's own).
+    /// - Parameter executable: the program; weft by default.
+    init(_ arguments: [String], environment: [String: String] = [:], namespace: String? = nil, executable: URL = weftBinary) throws {
         let process = Process()
         if let namespace {
             process.executableURL = URL(fileURLWithPath: NamespaceLAN.ip)
-            process.arguments = ["netns", "exec", namespace, weftBinary.path] + arguments
+            process.arguments = ["netns", "exec", namespace, executable.path] + arguments
         } else {
-            process.executableURL = weftBinary
+            process.executableURL = executable
             process.arguments = arguments
         }
         var env = ProcessInfo.processInfo.environment
@@ -57,6 +58,7 @@ final class ChildProcess: @unchecked Sendable {
     var stdout: String { stdoutText.value }
     var stderr: String { stderrText.value }
     var isRunning: Bool { process.isRunning }
+    var processIdentifier: Int32 { process.processIdentifier }
 
     /// Waits for the process to exit and returns its status.
     func wait(seconds: Double = 30) async throws -> Int32 {
@@ -64,7 +66,7 @@ final class ChildProcess: @unchecked Sendable {
         while process.isRunning {
             guard ContinuousClock.now < deadline else {
                 process.interrupt()
-                Issue.record("weft \(process.arguments ?? []) did not exit within \(seconds) s")
+                Issue.record("\(process.arguments ?? []) did not exit within \(seconds) s")
                 throw CancellationError()
             }
             try await Task.sleep(for: .milliseconds(10))

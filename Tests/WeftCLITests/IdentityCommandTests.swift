@@ -114,6 +114,8 @@ struct IdentityCommandTests {
         (["node", "--peer", "not-an-address"], "host:port"),
         (["node", "--listen", "127.0.0.1:99999"], "host:port"),
         (["node", "--ping-interval", "10", "--idle-timeout", "5"], "idle-timeout"),
+        (["node", "--discovery", "off", "--discovery-interface", "eth0"], "--discovery-interface needs --discovery on"),
+        (["node", "--discovery", "maybe"], "maybe"),
         (["frobnicate"], "frobnicate"),
         (["init", "--name", "x", "--mesh-key-file", "/nonexistent/mesh.key", "--no-passphrase"], "mesh key file"),
     ]
@@ -129,6 +131,24 @@ struct IdentityCommandTests {
         #expect(result.stderr.hasPrefix("weft: "))
         #expect(result.stderr.contains(mentions), "stderr: \(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.path("home/identity.key")))
+    }
+
+    @Test("weft node refuses discovery it cannot run, in one sentence, before it listens or sends anything")
+    func discoveryRefused() async throws {
+        let dir = try TemporaryDirectory()
+        _ = try await weft("init", "--home", dir.path("a"), "--name", "a", "--new-mesh", "--no-passphrase")
+        for (arguments, mentions) in [
+            (["--listen", "127.0.0.1:0"], "127.0.0.1 is loopback: listen on 0.0.0.0 or a LAN address, or pass --discovery off."),
+            (["--listen", "[::1]:0"], "::1 is loopback"),
+            (["--discovery-interface", "nosuch0"], "There is no interface nosuch0 with an IPv4 address and multicast"),
+        ] {
+            let node = try ChildProcess(["node", "--home", dir.path("a")] + arguments)
+            let status = try await node.wait()
+            #expect(status != 0, "\(arguments)")
+            let errors = lines(node.stderr).filter { $0.hasPrefix("weft: ") }
+            #expect(errors.count == 1 && errors.first?.contains(mentions) == true, "\(arguments): \(node.stderr)")
+            #expect(!node.stdout.contains("listening on"), "\(arguments)")
+        }
     }
 
     @Test("init refuses to overwrite an existing identity")

@@ -177,6 +177,50 @@ struct LANDiscoveryTests {
     }
 }
 
+extension LANDiscoveryTests {
+    @Test("another responder that claims a node's instance name while it probes: the node renames itself \"name (2)\" and advertises that")
+    func nameConflict() async throws {
+        let lan = try NamespaceLAN(nodes: 2)
+        defer { lan.remove() }
+        let dir = try TemporaryDirectory()
+        let alice = try await RunningNode(dir, "alice")
+        let rival = try MulticastProbe(namespace: lan.namespace(2), interfaceAddress: lan.address(2))
+        try await alice.start(listen: "0.0.0.0:0", namespace: lan.namespace(1), discovery: true)
+
+        // Alice's first probe names her instance; the rival answers that it holds the name.
+        var claimed: DNSName?
+        let deadline = ContinuousClock.now + .seconds(20)
+        while claimed == nil, ContinuousClock.now < deadline {
+            guard let packet = rival.receive(milliseconds: 200), let probe = try? DNSMessage(decoding: packet), !probe.isResponse
+            else { continue }
+            claimed = probe.authorities.first { $0.type == DNSRecordType.srv && "\($0.name)".hasPrefix("alice (") }?.name
+        }
+        let name = try #require(claimed, "alice probed")
+        let rivalHost = try DNSName("rival.local")
+        rival.send(DNSMessage(
+            isResponse: true, isAuthoritative: true,
+            answers: [DNSResourceRecord(name, .srv(priority: 0, weight: 0, port: 9, target: rivalHost), ttl: 120, cacheFlush: true)]
+        ).encoded())
+
+        // She now advertises "alice (tag) (2)", and answers for it.
+        let renamed = String(decoding: name.labels[0], as: UTF8.self) + " (2)"
+        var advertised: [String] = []
+        try await eventually("alice answers with her new name", seconds: 20) {
+            rival.send(DNSMessage(isResponse: false, questions: [DNSQuestion(AdvertisedService.serviceType, type: DNSRecordType.ptr)]).encoded())
+            while let packet = rival.receive(milliseconds: 300) {
+                guard let reply = try? DNSMessage(decoding: packet), reply.isResponse else { continue }
+                for case .ptr(let instance) in reply.answers.map(\.data) {
+                    advertised.append(String(decoding: instance.labels[0], as: UTF8.self))
+                }
+            }
+            return advertised.contains(renamed)
+        }
+        #expect(!advertised.contains(String(decoding: name.labels[0], as: UTF8.self)), "the old name is no longer answered for")
+        #expect(try await alice.stop() == 0)
+        #expect((alice.process?.stderr ?? "").contains("advertising as \(renamed)._weft._tcp.local"))
+    }
+}
+
 /// Whether every node lists every other (by display name) in `weft peers`.
 private func connectedInPairs(_ nodes: [RunningNode]) async throws -> Bool {
     for node in nodes {

@@ -94,7 +94,11 @@ final class MDNSChannelHandler: ChannelDuplexHandler {
         }
         let source = MDNSDestination.unicast(host: envelope.remoteAddress.ipAddress ?? "", port: envelope.remoteAddress.port ?? 0)
         let now = Self.now
+        let name = responder.instanceName
         send(responder.received(message, from: source, now: now), context: context)
+        if responder.instanceName != name {
+            logger.notice("mDNS: another responder on \(interface.name) holds \(name); advertising as \(responder.instanceName)")
+        }
         let (queries, changes) = browser.received(message, now: now)
         send(queries.map { ($0, .group) }, context: context)
         apply(changes)

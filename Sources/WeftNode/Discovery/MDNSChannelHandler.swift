@@ -105,6 +105,13 @@ final class MDNSChannelHandler: ChannelDuplexHandler {
         schedule(context: context)
     }
 
+    func handlerRemoved(context: ChannelHandlerContext) {
+        // The channel closed (with or without a stop): no timer may fire on a dead context.
+        running = false
+        timer?.cancel()
+        timer = nil
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A datagram socket's errors (an ICMP unreachable for a unicast reply, say) concern
         // one packet; the socket stays.

@@ -14,7 +14,7 @@ import PackageDescription
 ///                       requests, the ControlHandler a daemon implements; no sockets)
 ///       <- WeftDiscovery (sans-I/O multicast DNS: the packet codec, what a node advertises)
 ///       <- WeftNode (SwiftNIO edge: listener, dialers, one session per peer; serves a Store;
-///                    the control socket's server and client)
+///                    the control socket's server and client; LAN discovery's mDNS sockets)
 ///       <- Weft (the client API)
 ///       <- weft (the CLI), WeftTestKit (LocalMesh: `weft node` processes driven through
 ///                                          their control sockets)

@@ -13,6 +13,10 @@ public struct DiscoveredNode: Hashable, Sendable {
 /// for `_weft._tcp.local` at growing intervals, keeps what answers say until their TTLs run
 /// out (a goodbye, TTL 0, a second later), asks again for records near their expiry, and
 /// reports Weft nodes as they become resolvable (PTR, SRV, TXT and an address) and as they go.
+///
+/// Its first query and its refreshes wait a random while (RFC 6762 §5.2), from a generator
+/// seeded at `init`: nodes started together do not ask in step, and when one asks, the answer
+/// it draws refreshes every other cache on the link before they ask in turn.
 public struct MDNSBrowser: Sendable {
     public enum Change: Hashable, Sendable {
         case found(DiscoveredNode)
@@ -20,33 +24,45 @@ public struct MDNSBrowser: Sendable {
         case lost(instance: DNSName)
     }
 
-    /// The first query goes out at once, the next after a second, then at doubling intervals
-    /// up to an hour (RFC 6762 §5.2).
+    /// The first query goes out 20 to 120 ms after start, the next a second later, then at
+    /// doubling intervals up to an hour (RFC 6762 §5.2).
+    public static let firstDelay: ClosedRange<UInt64> = 20...120
     public static let firstInterval: UInt64 = 1000
     public static let maxInterval: UInt64 = 3_600_000
     /// A record's TTL 0 (goodbye) removes it after this long (RFC 6762 §10.1).
     public static let goodbyeDelay: UInt64 = 1000
 
-    /// Cached records by identity, with when they were received and when they expire.
-    private var cache: [RecordKey: (record: DNSResourceRecord, received: UInt64, expires: UInt64, refreshed: Bool)] = [:]
+    /// A cached record: when it came and expires, and which refresh query is next.
+    private struct Entry {
+        var record: DNSResourceRecord
+        var received: UInt64
+        var expires: UInt64
+        /// 0 to 3: the query at 80, 85, 90 or 95 % of the TTL is next; 4: none is left.
+        var refreshes: Int
+        var nextRefresh: UInt64?
+    }
+
+    /// Cached records by identity.
+    private var cache: [RecordKey: Entry] = [:]
     private var nextQueryAt: UInt64?
     private var interval = MDNSBrowser.firstInterval
+    private var random: SplitMix64
     /// What was reported found, by instance, to report changes and losses once.
     public private(set) var nodes: [DNSName: DiscoveredNode] = [:]
 
-    public init() {}
+    /// - Parameter seed: seeds the random delays (tests fix it; by default it is random).
+    public init(seed: UInt64 = UInt64.random(in: 0...UInt64.max)) {
+        random = SplitMix64(seed: seed)
+    }
 
     /// When `tick` next has something to do.
     public var nextTick: UInt64? {
-        ([nextQueryAt] + cache.values.map { entry in
-            entry.refreshed ? entry.expires : Self.refreshTime(entry.record, received: entry.received, expires: entry.expires)
-        }).compactMap { $0 }.min()
+        ([nextQueryAt] + cache.values.map { $0.nextRefresh ?? $0.expires }).compactMap { $0 }.min()
     }
 
-    /// Starts browsing: the first query, at once.
-    public mutating func start(now: UInt64) -> [DNSMessage] {
-        nextQueryAt = now
-        return tick(now: now).queries
+    /// Starts browsing: the first query goes out 20 to 120 ms later (`tick`).
+    public mutating func start(now: UInt64) {
+        nextQueryAt = now + random.next(in: Self.firstDelay)
     }
 
     /// Expires records, asks for those near expiry, sends the periodic query when due.
@@ -55,8 +71,10 @@ public struct MDNSBrowser: Sendable {
         for (key, entry) in cache {
             if entry.expires <= now {
                 cache[key] = nil
-            } else if !entry.refreshed, let refresh = Self.refreshTime(entry.record, received: entry.received, expires: entry.expires), now >= refresh {
-                cache[key]?.refreshed = true
+            } else if let refresh = entry.nextRefresh, now >= refresh {
+                let next = refreshTime(entry.record, received: entry.received, refreshes: entry.refreshes + 1)
+                cache[key]?.refreshes += 1
+                cache[key]?.nextRefresh = next
                 let question = DNSQuestion(entry.record.name, type: entry.record.type)
                 if !questions.contains(question) { questions.append(question) }
             }
@@ -94,10 +112,12 @@ public struct MDNSBrowser: Sendable {
                     && now - entry.received > 1000 && RecordKey(entry.record) != RecordKey(record)
                 {
                     cache[key]?.expires = min(entry.expires, now + Self.goodbyeDelay)
+                    cache[key]?.nextRefresh = nil
                 }
             }
             let expires = record.ttl == 0 ? now + Self.goodbyeDelay : now + UInt64(record.ttl) * 1000
-            cache[RecordKey(record)] = (record, now, expires, record.ttl == 0)
+            let refresh = refreshTime(record, received: now, refreshes: 0)
+            cache[RecordKey(record)] = Entry(record: record, received: now, expires: expires, refreshes: 0, nextRefresh: refresh)
         }
         // Ask for what a found instance still lacks (its SRV and TXT, or its host's addresses).
         var questions: [DNSQuestion] = []
@@ -124,11 +144,13 @@ public struct MDNSBrowser: Sendable {
         }
     }
 
-    /// When to ask again for a record: at 80 % of its TTL (RFC 6762 §5.2), for the records a
-    /// node's reachability rests on.
-    private static func refreshTime(_ record: DNSResourceRecord, received: UInt64, expires: UInt64) -> UInt64? {
-        guard record.ttl > 0 else { return nil }
-        return received + (expires - received) * 8 / 10
+    /// When to ask again for a record after `refreshes` queries for it: at 80, 85, 90 and 95 %
+    /// of its TTL, each plus a random 0 to 2 % (RFC 6762 §5.2); none for a goodbye, or after
+    /// the fourth.
+    private mutating func refreshTime(_ record: DNSResourceRecord, received: UInt64, refreshes: Int) -> UInt64? {
+        guard record.ttl > 0, refreshes < 4 else { return nil }
+        let permille = 800 + 50 * UInt64(refreshes) + random.next(in: 0...20)
+        return received + UInt64(record.ttl) * permille
     }
 
     private func live(_ name: DNSName, _ type: UInt16) -> [DNSResourceRecord] {
@@ -180,5 +202,26 @@ public struct MDNSBrowser: Sendable {
         }
         nodes = resolved
         return changes
+    }
+}
+
+/// SplitMix64 (Steele, Lea and Flood, 2014): a small, fast generator for the browser's random
+/// delays, which need to differ between nodes, not to be unpredictable.
+struct SplitMix64: Sendable {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A value in `range`, near enough to uniform for delays.
+    mutating func next(in range: ClosedRange<UInt64>) -> UInt64 {
+        range.lowerBound + next() % (range.upperBound - range.lowerBound + 1)
     }
 }

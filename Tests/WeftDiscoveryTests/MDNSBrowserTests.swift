@@ -20,26 +20,35 @@ struct MDNSBrowserTests {
         return (responder, announcement!)
     }
 
-    @Test("it asks at once, then after 1, 2, 4, ... seconds, up to an hour")
+    @Test("it asks 20 to 120 ms after start (each browser its own delay), then 1, 2, 4, ... seconds later, up to an hour")
     func schedule() {
-        var browser = MDNSBrowser()
-        let first = browser.start(now: 0)
-        #expect(first.count == 1)
-        #expect(first[0].questions == [DNSQuestion(AdvertisedService.serviceType, type: DNSRecordType.ptr)])
-        var times: [UInt64] = []
-        while let next = browser.nextTick, times.count < 14 {
-            if !browser.tick(now: next).queries.isEmpty { times.append(next) }
+        var firsts: Set<UInt64> = []
+        for seed in 0..<20 as Range<UInt64> {
+            var browser = MDNSBrowser(seed: seed)
+            browser.start(now: 0)
+            #expect(browser.tick(now: 19).queries.isEmpty)
+            var times: [UInt64] = []
+            var first: DNSMessage?
+            while let next = browser.nextTick, times.count < 14 {
+                let queries = browser.tick(now: next).queries
+                if !queries.isEmpty { times.append(next) }
+                first = first ?? queries.first
+            }
+            #expect(first?.questions == [DNSQuestion(AdvertisedService.serviceType, type: DNSRecordType.ptr)])
+            #expect(MDNSBrowser.firstDelay.contains(times[0]))
+            firsts.insert(times[0])
+            let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
+            #expect(Array(gaps.prefix(4)) == [1000, 2000, 4000, 8000])
+            #expect(gaps.max() == MDNSBrowser.maxInterval)
         }
-        #expect(Array(times.prefix(5)) == [1000, 3000, 7000, 15_000, 31_000])
-        let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
-        #expect(gaps.max() == MDNSBrowser.maxInterval)
+        #expect(firsts.count > 10, "browsers started together ask at different times")
     }
 
     @Test("an announcement resolves to a node: its port, address and TXT record; a goodbye loses it")
     func foundAndGoodbye() {
         var (responder, announcement) = Self.announced()
-        var browser = MDNSBrowser()
-        _ = browser.start(now: 0)
+        var browser = MDNSBrowser(seed: 1)
+        browser.start(now: 0)
         let changes = browser.received(announcement, now: 2000).changes
         guard case .found(let node) = changes.first, changes.count == 1 else {
             Issue.record("not found: \(changes)")
@@ -60,8 +69,8 @@ struct MDNSBrowserTests {
     func resolvesStepByStep() throws {
         let (responder, announcement) = Self.announced()
         let records = announcement.answers
-        var browser = MDNSBrowser()
-        _ = browser.start(now: 0)
+        var browser = MDNSBrowser(seed: 1)
+        browser.start(now: 0)
         let ptrOnly = browser.received(DNSMessage(isResponse: true, answers: records.filter { $0.type == DNSRecordType.ptr }), now: 100)
         #expect(ptrOnly.changes.isEmpty)
         #expect(Set(ptrOnly.queries.flatMap(\.questions).map(\.type)) == [DNSRecordType.srv, DNSRecordType.txt])
@@ -76,8 +85,8 @@ struct MDNSBrowserTests {
     @Test("records near expiry are asked for again; a node that stops answering is lost when they expire")
     func refreshAndExpiry() {
         let (_, announcement) = Self.announced()
-        var browser = MDNSBrowser()
-        _ = browser.start(now: 0)
+        var browser = MDNSBrowser(seed: 1)
+        browser.start(now: 0)
         _ = browser.received(announcement, now: 0)
         var asked: [(UInt64, [DNSQuestion])] = []
         var lost: UInt64?
@@ -86,23 +95,55 @@ struct MDNSBrowserTests {
             for query in queries where !query.questions.contains(where: { $0.type == DNSRecordType.ptr }) { asked.append((next, query.questions)) }
             if changes.contains(where: { if case .lost = $0 { true } else { false } }) { lost = next }
         }
-        // SRV and the address live 120 s: asked for at 96 s, lost at 120 s with no answer.
-        #expect(asked.contains { $0.0 == 96_000 && $0.1.contains { $0.type == DNSRecordType.srv } })
+        // SRV and the address live 120 s: asked for at 80, 85, 90 and 95 % of it, each 0 to
+        // 2 % later; lost at 120 s with no answer.
+        let srvAsked = asked.filter { $0.1.contains { $0.type == DNSRecordType.srv } }.map(\.0)
+        #expect(srvAsked.count == 4, "\(srvAsked)")
+        for (time, percent) in zip(srvAsked, [80, 85, 90, 95] as [UInt64]) {
+            #expect((percent * 1200...(percent + 2) * 1200).contains(time), "\(time) for \(percent) %")
+        }
         #expect(lost == 120_000)
+    }
+
+    @Test("of browsers holding the same records, the first to refresh asks; the answer refreshes the others, which then do not ask")
+    func oneRefreshForAll() {
+        let (_, announcement) = Self.announced()
+        var browsers = (0..<4 as Range<UInt64>).map { MDNSBrowser(seed: 100 + $0) }
+        for index in browsers.indices {
+            browsers[index].start(now: 0)
+            _ = browsers[index].received(announcement, now: 0)
+        }
+        // Run them together until 119 s; a refresh question is answered at once, to every
+        // browser, as the responder on the group does.
+        var asks: [(time: UInt64, askers: [Int])] = []
+        while let now = browsers.compactMap(\.nextTick).min(), now < 119_000 {
+            var askers: [Int] = []
+            for index in browsers.indices {
+                let queries = browsers[index].tick(now: now).queries
+                if queries.contains(where: { $0.questions.contains { $0.type != DNSRecordType.ptr } }) { askers.append(index) }
+            }
+            guard !askers.isEmpty else { continue }
+            asks.append((now, askers))
+            for index in browsers.indices { _ = browsers[index].received(announcement, now: now) }
+        }
+        // One question, from one browser, at 80 to 82 % of the 120 s TTL; not one from each.
+        #expect(asks.count == 1 && asks.first?.askers.count == 1, "\(asks)")
+        #expect((96_000...98_400).contains(asks.first?.time ?? 0))
+        #expect(browsers.allSatisfy { $0.nodes.count == 1 }, "still found by all")
     }
 
     @Test("its periodic query lists the PTRs it holds as known answers; queries and others' TXT are not nodes")
     func knownAnswersAndNoise() throws {
         let (_, announcement) = Self.announced()
-        var browser = MDNSBrowser()
-        _ = browser.start(now: 0)
+        var browser = MDNSBrowser(seed: 1)
+        browser.start(now: 0)
         _ = browser.received(announcement, now: 500)
         var query: DNSMessage?
         while let next = browser.nextTick, query == nil { query = browser.tick(now: next).queries.first }
         #expect(query?.answers.map(\.type) == [DNSRecordType.ptr])
 
-        var other = MDNSBrowser()
-        _ = other.start(now: 0)
+        var other = MDNSBrowser(seed: 2)
+        other.start(now: 0)
         var foreign = announcement
         foreign.answers = foreign.answers.map { record in
             guard record.type == DNSRecordType.txt else { return record }

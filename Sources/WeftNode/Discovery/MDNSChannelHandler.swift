@@ -62,7 +62,7 @@ final class MDNSChannelHandler: ChannelDuplexHandler {
             running = true
             let now = Self.now
             send(responder.start(now: now), context: context)
-            send(browser.start(now: now).map { ($0, .group) }, context: context)
+            browser.start(now: now)
             schedule(context: context)
             promise?.succeed()
         case .stop:

@@ -49,6 +49,9 @@ public struct MDNSBrowser: Sendable {
     private var random: SplitMix64
     /// What was reported found, by instance, to report changes and losses once.
     public private(set) var nodes: [DNSName: DiscoveredNode] = [:]
+    /// The names this node's own responder holds: their records come back from the group
+    /// like anyone's, but the node is their source; they are not kept, nor asked for.
+    public var ownNames: Set<DNSName> = []
 
     /// - Parameter seed: seeds the random delays (tests fix it; by default it is random).
     public init(seed: UInt64 = UInt64.random(in: 0...UInt64.max)) {
@@ -68,11 +71,13 @@ public struct MDNSBrowser: Sendable {
     /// Expires records, asks for those near expiry, sends the periodic query when due.
     public mutating func tick(now: UInt64) -> (queries: [DNSMessage], changes: [Change]) {
         var questions: [DNSQuestion] = []
+        // One random part for every refresh of this tick, as for the records of one packet.
+        let jitter = random.next(in: Self.refreshJitter)
         for (key, entry) in cache {
             if entry.expires <= now {
                 cache[key] = nil
             } else if let refresh = entry.nextRefresh, now >= refresh {
-                let next = refreshTime(entry.record, received: entry.received, refreshes: entry.refreshes + 1)
+                let next = refreshTime(entry.record, received: entry.received, refreshes: entry.refreshes + 1, jitter: jitter)
                 cache[key]?.refreshes += 1
                 cache[key]?.nextRefresh = next
                 let question = DNSQuestion(entry.record.name, type: entry.record.type)
@@ -104,7 +109,10 @@ public struct MDNSBrowser: Sendable {
     public mutating func received(_ message: DNSMessage, now: UInt64) -> (queries: [DNSMessage], changes: [Change]) {
         guard message.isResponse else { return ([], []) }
         let records = message.answers + message.additionals
-        for record in records where Self.concerns(record) {
+        // The records of one packet share their random part: those of one node (its SRV and
+        // address, of one TTL) come due together and are asked for in one query.
+        let jitter = random.next(in: Self.refreshJitter)
+        for record in records where Self.concerns(record) && !ownNames.contains(record.name) {
             // A cache-flush record replaces what the cache holds for its name and type, except
             // what came in the last second (RFC 6762 §10.2).
             if record.cacheFlush {
@@ -116,7 +124,7 @@ public struct MDNSBrowser: Sendable {
                 }
             }
             let expires = record.ttl == 0 ? now + Self.goodbyeDelay : now + UInt64(record.ttl) * 1000
-            let refresh = refreshTime(record, received: now, refreshes: 0)
+            let refresh = refreshTime(record, received: now, refreshes: 0, jitter: jitter)
             cache[RecordKey(record)] = Entry(record: record, received: now, expires: expires, refreshes: 0, nextRefresh: refresh)
         }
         // Ask for what a found instance still lacks (its SRV and TXT, or its host's addresses).
@@ -144,13 +152,15 @@ public struct MDNSBrowser: Sendable {
         }
     }
 
+    /// The random part of a refresh time, in thousandths of the TTL: 0 to 2 %.
+    static let refreshJitter: ClosedRange<UInt64> = 0...20
+
     /// When to ask again for a record after `refreshes` queries for it: at 80, 85, 90 and 95 %
-    /// of its TTL, each plus a random 0 to 2 % (RFC 6762 §5.2); none for a goodbye, or after
-    /// the fourth.
-    private mutating func refreshTime(_ record: DNSResourceRecord, received: UInt64, refreshes: Int) -> UInt64? {
-        guard record.ttl > 0, refreshes < 4 else { return nil }
-        let permille = 800 + 50 * UInt64(refreshes) + random.next(in: 0...20)
-        return received + UInt64(record.ttl) * permille
+    /// of its TTL, each plus `jitter` thousandths (RFC 6762 §5.2); none for a goodbye, after the
+    /// fourth, or for the node's own names.
+    private func refreshTime(_ record: DNSResourceRecord, received: UInt64, refreshes: Int, jitter: UInt64) -> UInt64? {
+        guard record.ttl > 0, refreshes < 4, !ownNames.contains(record.name) else { return nil }
+        return received + UInt64(record.ttl) * (800 + 50 * UInt64(refreshes) + jitter)
     }
 
     private func live(_ name: DNSName, _ type: UInt16) -> [DNSResourceRecord] {

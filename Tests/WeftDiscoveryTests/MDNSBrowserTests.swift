@@ -99,10 +99,28 @@ struct MDNSBrowserTests {
         // 2 % later; lost at 120 s with no answer.
         let srvAsked = asked.filter { $0.1.contains { $0.type == DNSRecordType.srv } }.map(\.0)
         #expect(srvAsked.count == 4, "\(srvAsked)")
+        // The SRV and the address came in one packet, so they are asked for in one query.
+        #expect(asked.filter { $0.1.contains { $0.type == DNSRecordType.srv } }.allSatisfy { $0.1.contains { $0.type == DNSRecordType.a } })
         for (time, percent) in zip(srvAsked, [80, 85, 90, 95] as [UInt64]) {
             #expect((percent * 1200...(percent + 2) * 1200).contains(time), "\(time) for \(percent) %")
         }
         #expect(lost == 120_000)
+    }
+
+    @Test("the node's own names, heard back from the group, are neither kept nor found")
+    func ownNames() {
+        let (responder, announcement) = Self.announced()
+        var browser = MDNSBrowser(seed: 3)
+        browser.ownNames = [responder.instanceName, responder.hostName]
+        browser.start(now: 0)
+        #expect(browser.received(announcement, now: 0).changes.isEmpty)
+        // Only its periodic PTR queries follow; nothing of its own is asked for again.
+        while let next = browser.nextTick, next < 200_000 {
+            for query in browser.tick(now: next).queries {
+                #expect(query.questions.allSatisfy { $0.type == DNSRecordType.ptr }, "\(query.questions)")
+            }
+        }
+        #expect(browser.nodes.isEmpty)
     }
 
     @Test("of browsers holding the same records, the first to refresh asks; the answer refreshes the others, which then do not ask")

@@ -52,6 +52,10 @@ public struct MDNSBrowser: Sendable {
     /// The names this node's own responder holds: their records come back from the group
     /// like anyone's, but the node is their source; they are not kept, nor asked for.
     public var ownNames: Set<DNSName> = []
+    /// When each resolving question last went out, to ask it at most once a second.
+    private var lastAsked: [DNSQuestion: UInt64] = [:]
+    /// The least time between two identical resolving questions.
+    public static let minimumRepeat: UInt64 = 1000
 
     /// - Parameter seed: seeds the random delays (tests fix it; by default it is random).
     public init(seed: UInt64 = UInt64.random(in: 0...UInt64.max)) {
@@ -112,7 +116,7 @@ public struct MDNSBrowser: Sendable {
         // The records of one packet share their random part: those of one node (its SRV and
         // address, of one TTL) come due together and are asked for in one query.
         let jitter = random.next(in: Self.refreshJitter)
-        for record in records where Self.concerns(record) && !ownNames.contains(record.name) {
+        for record in records where Self.concerns(record) && !isOwn(record) {
             // A cache-flush record replaces what the cache holds for its name and type, except
             // what came in the last second (RFC 6762 §10.2).
             if record.cacheFlush {
@@ -127,17 +131,29 @@ public struct MDNSBrowser: Sendable {
             let refresh = refreshTime(record, received: now, refreshes: 0, jitter: jitter)
             cache[RecordKey(record)] = Entry(record: record, received: now, expires: expires, refreshes: 0, nextRefresh: refresh)
         }
-        // Ask for what a found instance still lacks (its SRV and TXT, or its host's addresses).
-        var questions: [DNSQuestion] = []
+        // Ask for what a found instance still lacks (its SRV and TXT, or its host's addresses),
+        // each question at most once a second (RFC 6762 §5.2): a responder that keeps sending
+        // incomplete answers cannot make this browser ask faster.
+        var questions: Set<DNSQuestion> = []
         for instance in instances() {
             if srv(of: instance) == nil || txt(of: instance) == nil {
-                questions += [DNSQuestion(instance, type: DNSRecordType.srv), DNSQuestion(instance, type: DNSRecordType.txt)]
+                questions.formUnion([DNSQuestion(instance, type: DNSRecordType.srv), DNSQuestion(instance, type: DNSRecordType.txt)])
             } else if let (_, _, host) = srv(of: instance), addresses(of: host).isEmpty {
-                questions += [DNSQuestion(host, type: DNSRecordType.a), DNSQuestion(host, type: DNSRecordType.aaaa)]
+                questions.formUnion([DNSQuestion(host, type: DNSRecordType.a), DNSQuestion(host, type: DNSRecordType.aaaa)])
             }
         }
-        let queries = questions.isEmpty ? [] : [DNSMessage(isResponse: false, questions: Array(Set(questions)).sorted { "\($0.name)" < "\($1.name)" })]
+        lastAsked = lastAsked.filter { now - $0.value < Self.minimumRepeat }
+        questions = questions.filter { lastAsked[$0] == nil }
+        for question in questions { lastAsked[question] = now }
+        let queries = questions.isEmpty ? [] : [DNSMessage(isResponse: false, questions: questions.sorted { "\($0.name)" < "\($1.name)" })]
         return (queries, resolve())
+    }
+
+    /// A record of the node's own names, or a PTR to its own instance.
+    private func isOwn(_ record: DNSResourceRecord) -> Bool {
+        if ownNames.contains(record.name) { return true }
+        if case .ptr(let target) = record.data { return ownNames.contains(target) }
+        return false
     }
 
     // MARK: - The cache

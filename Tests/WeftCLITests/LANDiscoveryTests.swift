@@ -52,6 +52,14 @@ struct LANDiscoveryTests {
         for node in mesh { #expect(try await peerOrigins(node)[eve.name] == nil) }
         for node in mesh { #expect(try await node.stop() == 0) }
         #expect(try await eve.stop() == 0)
+        for node in mesh + [eve] {
+            // A few seconds of discovery: probes, announcements, the first queries, answers to
+            // the others' and a goodbye, about 20 packets; a node that answers its own
+            // questions in a loop would send thousands.
+            let sent = (node.process?.stderr ?? "").split(separator: "\n").first { $0.contains("discovery stopped: ") }
+                .flatMap { Int($0.split(separator: "discovery stopped: ").last?.split(separator: " ").first ?? "") }
+            #expect((1...60).contains(sent ?? 0), "\(node.name) sent \(sent.map(String.init) ?? "?") discovery packets")
+        }
         for node in mesh {
             let log = node.process?.stderr ?? ""
             #expect(log.contains("eve (") && log.contains("is a node of another mesh; not dialing it"), "\(node.name) saw eve")
@@ -156,7 +164,9 @@ struct LANDiscoveryTests {
         let deadline = ContinuousClock.now + .seconds(20)
         while !answered, ContinuousClock.now < deadline {
             probe.send(query.encoded())
-            while let reply = probe.receive(milliseconds: 500) {
+            // At most 100 packets per question: a flood must not hold the test past its deadline.
+            for _ in 0..<100 {
+                guard let reply = probe.receive(milliseconds: 500) else { break }
                 guard let message = try? DNSMessage(decoding: reply), message.isResponse else { continue }
                 answered = message.answers.contains { record in
                     if case .ptr(let instance) = record.data { "\(instance)".hasPrefix("alice (") } else { false }
@@ -207,7 +217,8 @@ extension LANDiscoveryTests {
         var advertised: [String] = []
         try await eventually("alice answers with her new name", seconds: 20) {
             rival.send(DNSMessage(isResponse: false, questions: [DNSQuestion(AdvertisedService.serviceType, type: DNSRecordType.ptr)]).encoded())
-            while let packet = rival.receive(milliseconds: 300) {
+            for _ in 0..<100 {
+                guard let packet = rival.receive(milliseconds: 300) else { break }
                 guard let reply = try? DNSMessage(decoding: packet), reply.isResponse else { continue }
                 for case .ptr(let instance) in reply.answers.map(\.data) {
                     advertised.append(String(decoding: instance.labels[0], as: UTF8.self))

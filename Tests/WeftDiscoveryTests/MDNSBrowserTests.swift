@@ -114,6 +114,10 @@ struct MDNSBrowserTests {
         browser.ownNames = [responder.instanceName, responder.hostName]
         browser.start(now: 0)
         #expect(browser.received(announcement, now: 0).changes.isEmpty)
+        // Its own PTR alone asks for nothing: its own responder would answer, and the answer
+        // would ask again, at the speed of the loopback.
+        let ownPTR = announcement.answers.filter { $0.type == DNSRecordType.ptr }
+        #expect(browser.received(DNSMessage(isResponse: true, answers: ownPTR), now: 10).queries.isEmpty)
         // Only its periodic PTR queries follow; nothing of its own is asked for again.
         while let next = browser.nextTick, next < 200_000 {
             for query in browser.tick(now: next).queries {
@@ -121,6 +125,19 @@ struct MDNSBrowserTests {
             }
         }
         #expect(browser.nodes.isEmpty)
+    }
+
+    @Test("a resolving question goes out at most once a second, however often incomplete answers come")
+    func resolvingRateLimited() {
+        let (_, announcement) = Self.announced()
+        let ptrOnly = DNSMessage(isResponse: true, answers: announcement.answers.filter { $0.type == DNSRecordType.ptr })
+        var browser = MDNSBrowser(seed: 4)
+        browser.start(now: 0)
+        var asked: [UInt64] = []
+        for now in stride(from: 100 as UInt64, through: 3000, by: 50) where !browser.received(ptrOnly, now: now).queries.isEmpty {
+            asked.append(now)
+        }
+        #expect(asked == [100, 1100, 2100], "\(asked)")
     }
 
     @Test("of browsers holding the same records, the first to refresh asks; the answer refreshes the others, which then do not ask")

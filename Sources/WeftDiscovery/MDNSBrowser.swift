@@ -121,7 +121,7 @@ public struct MDNSBrowser: Sendable {
             // what came in the last second (RFC 6762 §10.2).
             if record.cacheFlush {
                 for (key, entry) in cache where entry.record.name == record.name && entry.record.type == record.type
-                    && now - entry.received > 1000 && RecordKey(entry.record) != RecordKey(record)
+                    && now.elapsed(since: entry.received) > 1000 && RecordKey(entry.record) != RecordKey(record)
                 {
                     cache[key]?.expires = min(entry.expires, now + Self.goodbyeDelay)
                     cache[key]?.nextRefresh = nil
@@ -142,7 +142,7 @@ public struct MDNSBrowser: Sendable {
                 questions.formUnion([DNSQuestion(host, type: DNSRecordType.a), DNSQuestion(host, type: DNSRecordType.aaaa)])
             }
         }
-        lastAsked = lastAsked.filter { now - $0.value < Self.minimumRepeat }
+        lastAsked = lastAsked.filter { now.elapsed(since: $0.value) < Self.minimumRepeat }
         questions = questions.filter { lastAsked[$0] == nil }
         for question in questions { lastAsked[question] = now }
         let queries = questions.isEmpty ? [] : [DNSMessage(isResponse: false, questions: questions.sorted { "\($0.name)" < "\($1.name)" })]

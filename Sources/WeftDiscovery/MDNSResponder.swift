@@ -76,6 +76,16 @@ public struct MDNSResponder: Sendable {
     /// The name it probes or holds now: 1, then 2, 3, ... after conflicts.
     public private(set) var attempt = 1
     public private(set) var nextTick: UInt64?
+    /// When each record last went to each destination (within the last second).
+    private var lastSent: [SentRecord: UInt64] = [:]
+
+    /// A record goes to one destination at most once in this many milliseconds...
+    public static let repeatInterval: UInt64 = 1000
+    /// ...or this many in defence against a probe for its name (RFC 6762 §6).
+    public static let probeDefenseInterval: UInt64 = 250
+    /// Answers to this many record and destination pairs in one second at most: past it, a
+    /// flood from many (spoofed) sources gets no answers rather than memory.
+    public static let maxRemembered = 1024
 
     public init(service: AdvertisedService) { self.service = service }
 
@@ -148,7 +158,7 @@ public struct MDNSResponder: Sendable {
             if message.isResponse {
                 return claimsOurNames(message.answers + message.additionals) ? conflict(now: now) : []
             }
-            return answer(message, from: source)
+            return answer(message, from: source, now: now)
         }
     }
 
@@ -229,8 +239,11 @@ public struct MDNSResponder: Sendable {
     }
 
     /// The answer to a query: the records it asks for, less those it lists as known with at
-    /// least half their TTL left (RFC 6762 §7.1), and the records that go with them.
-    private func answer(_ query: DNSMessage, from source: MDNSDestination) -> [(DNSMessage, MDNSDestination)] {
+    /// least half their TTL left (RFC 6762 §7.1) and those sent to the same place less than a
+    /// second ago (a quarter second for a probe; RFC 6762 §6), and the records that go with
+    /// them. The last rule bounds what a flood of queries can draw: one answer per record and
+    /// destination per second.
+    private mutating func answer(_ query: DNSMessage, from source: MDNSDestination, now: UInt64) -> [(DNSMessage, MDNSDestination)] {
         let all = records()
         let known = Set(query.answers.filter { record in
             all.contains { RecordKey($0) == RecordKey(record) && record.ttl >= $0.ttl / 2 }
@@ -241,7 +254,13 @@ public struct MDNSResponder: Sendable {
                 if !known.contains(RecordKey(record)), !answers.contains(record) { answers.append(record) }
             }
         }
-        guard !answers.isEmpty else { return [] }
+        let destination: MDNSDestination
+        if case .unicast(_, let port) = source, port != 5353 { destination = source } else { destination = .group }
+        let interval = query.authorities.isEmpty ? Self.repeatInterval : Self.probeDefenseInterval
+        lastSent = lastSent.filter { now.elapsed(since: $0.value) < Self.repeatInterval }
+        answers.removeAll { record in lastSent[SentRecord(record: RecordKey(record), to: destination)].map { now.elapsed(since: $0) < interval } ?? false }
+        guard !answers.isEmpty, lastSent.count < Self.maxRemembered else { return [] }
+        for record in answers { lastSent[SentRecord(record: RecordKey(record), to: destination)] = now }
         // With a PTR, the records that resolve it; with an SRV, the addresses (RFC 6763 §12).
         var additionals: [DNSResourceRecord] = []
         if answers.contains(where: { $0.type == DNSRecordType.ptr }) {
@@ -259,6 +278,12 @@ public struct MDNSResponder: Sendable {
         }
         return [(DNSMessage(isResponse: true, isAuthoritative: true, answers: answers, additionals: additionals), .group)]
     }
+}
+
+/// A record sent to a destination, for the once-a-second rule.
+struct SentRecord: Hashable {
+    let record: RecordKey
+    let to: MDNSDestination
 }
 
 /// A record's identity for comparing: name, type and data (not TTL or flags).
@@ -303,4 +328,10 @@ extension AdvertisedService {
             hostLabel: "weft-\(WeftServiceRecord.hex(Array(key.prefix(4))))", port: port,
             txt: WeftServiceRecord(user: user, meshTag: meshTag).txtStrings, addresses: addresses)
     }
+}
+
+extension UInt64 {
+    /// Milliseconds from `earlier` to this time, 0 if `earlier` is later: a clock that steps
+    /// back (or a caller that mixes clocks) makes things recent, never a trap.
+    func elapsed(since earlier: UInt64) -> UInt64 { self >= earlier ? self - earlier : 0 }
 }

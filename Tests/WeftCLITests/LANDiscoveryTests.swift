@@ -176,6 +176,16 @@ struct LANDiscoveryTests {
         }
         #expect(answered, "alice answers after \(packets.count) hostile packets")
 
+        // A flood of valid queries draws an answer per second, not one per query.
+        for _ in 0..<100 { guard probe.receive(milliseconds: 1100) != nil else { break } }  // a quiet second first
+        for _ in 0..<1000 { probe.send(query.encoded()) }
+        var answers = 0
+        for _ in 0..<5000 {
+            guard let packet = probe.receive(milliseconds: 500) else { break }
+            if let message = try? DNSMessage(decoding: packet), message.isResponse { answers += 1 }
+        }
+        #expect((1...3).contains(answers), "alice answered 1,000 queries in a burst \(answers) times")
+
         try await bob.start(listen: "0.0.0.0:0", namespace: lan.namespace(2), discovery: true)
         try await eventually("bob finds alice", seconds: 30) { try await connectedInPairs([alice, bob]) }
         #expect(try await bob.stop() == 0)

@@ -59,11 +59,33 @@ struct MDNSResponderTests {
         #expect(responder.received(knowing, from: .group, now: 20_000).isEmpty, "the asker knows it with its full TTL")
         var stale = ptr
         stale.ttl = 100
-        #expect(responder.received(DNSMessage(isResponse: false, questions: [question], answers: [stale]), from: .group, now: 20_000).count == 1)
+        #expect(responder.received(DNSMessage(isResponse: false, questions: [question], answers: [stale]), from: .group, now: 21_000).count == 1)
 
         // A question for another name gets nothing.
         let other = DNSQuestion(try DNSName("_http._tcp.local"), type: DNSRecordType.ptr)
         #expect(responder.received(DNSMessage(isResponse: false, questions: [other]), from: .group, now: 20_000).isEmpty)
+    }
+
+    @Test("a flood of queries draws one answer per record and destination per second; a probe's defence comes after a quarter second")
+    func onceASecond() {
+        var responder = Self.running()
+        let query = DNSMessage(isResponse: false, questions: [DNSQuestion(AdvertisedService.serviceType, type: DNSRecordType.ptr)])
+        var answeredAt: [UInt64] = []
+        for now in stride(from: 20_000 as UInt64, to: 23_000, by: 10) where !responder.received(query, from: .group, now: now).isEmpty {
+            answeredAt.append(now)
+        }
+        #expect(answeredAt == [20_000, 21_000, 22_000])
+        // A simple resolver elsewhere is its own destination; so is each one.
+        let resolver = MDNSDestination.unicast(host: "10.0.0.9", port: 40_000)
+        #expect(responder.received(query, from: resolver, now: 22_000).count == 1)
+        #expect(responder.received(query, from: resolver, now: 22_100).isEmpty)
+        #expect(responder.received(query, from: .unicast(host: "10.0.0.10", port: 40_000), now: 22_100).count == 1)
+        // Another host probing for our instance name is answered again after 250 ms.
+        let ours = responder.records().filter { $0.name == responder.instanceName }
+        let probe = DNSMessage(isResponse: false, questions: [DNSQuestion(responder.instanceName, type: DNSRecordType.any)], authorities: ours)
+        #expect(!responder.received(probe, from: .group, now: 30_000).isEmpty)
+        #expect(responder.received(probe, from: .group, now: 30_100).isEmpty)
+        #expect(!responder.received(probe, from: .group, now: 30_250).isEmpty)
     }
 
     @Test("a simple resolver on another port is answered by unicast, with its id and questions")

@@ -83,8 +83,9 @@ public struct MDNSResponder: Sendable {
     public static let repeatInterval: UInt64 = 1000
     /// ...or this many in defence against a probe for its name (RFC 6762 §6).
     public static let probeDefenseInterval: UInt64 = 250
-    /// Answers to this many record and destination pairs in one second at most: past it, a
-    /// flood from many (spoofed) sources gets no answers rather than memory.
+    /// Unicast replies for this many record and destination pairs in one second at most: past
+    /// it, a flood from many (spoofed) sources gets no replies rather than memory, while the
+    /// group is still answered.
     public static let maxRemembered = 1024
 
     public init(service: AdvertisedService) { self.service = service }
@@ -259,7 +260,7 @@ public struct MDNSResponder: Sendable {
         let interval = query.authorities.isEmpty ? Self.repeatInterval : Self.probeDefenseInterval
         lastSent = lastSent.filter { now.elapsed(since: $0.value) < Self.repeatInterval }
         answers.removeAll { record in lastSent[SentRecord(record: RecordKey(record), to: destination)].map { now.elapsed(since: $0) < interval } ?? false }
-        guard !answers.isEmpty, lastSent.count < Self.maxRemembered else { return [] }
+        guard !answers.isEmpty, destination == .group || lastSent.count < Self.maxRemembered else { return [] }
         for record in answers { lastSent[SentRecord(record: RecordKey(record), to: destination)] = now }
         // With a PTR, the records that resolve it; with an SRV, the addresses (RFC 6763 §12).
         var additionals: [DNSResourceRecord] = []

@@ -80,6 +80,14 @@ struct MDNSResponderTests {
         #expect(responder.received(query, from: resolver, now: 22_000).count == 1)
         #expect(responder.received(query, from: resolver, now: 22_100).isEmpty)
         #expect(responder.received(query, from: .unicast(host: "10.0.0.10", port: 40_000), now: 22_100).count == 1)
+        // Resolvers without number, within one second: replies stop at 1,024 remembered
+        // pairs, while the group is still answered.
+        var replied = 0
+        for host in 0..<2000 where !responder.received(query, from: .unicast(host: "10.1.\(host / 250).\(host % 250)", port: 40_000), now: 25_000).isEmpty {
+            replied += 1
+        }
+        #expect(replied == MDNSResponder.maxRemembered, "one pair (the PTR) per reply, then none")
+        #expect(!responder.received(query, from: .group, now: 25_000).isEmpty)
         // Another host probing for our instance name is answered again after 250 ms.
         let ours = responder.records().filter { $0.name == responder.instanceName }
         let probe = DNSMessage(isResponse: false, questions: [DNSQuestion(responder.instanceName, type: DNSRecordType.any)], authorities: ours)

@@ -49,9 +49,14 @@ public struct MDNSBrowser: Sendable {
     private var random: SplitMix64
     /// What was reported found, by instance, to report changes and losses once.
     public private(set) var nodes: [DNSName: DiscoveredNode] = [:]
-    /// The names this node's own responder holds: their records come back from the group
-    /// like anyone's, but the node is their source; they are not kept, nor asked for.
-    public var ownNames: Set<DNSName> = []
+    /// The records this node's own responder advertises (`MDNSResponder.records()`): they
+    /// come back from the group like anyone's, but the node is their source, so they are not
+    /// kept, nor asked for, and its PTR goes into every browse query as a known answer (its
+    /// own responder would answer it otherwise).
+    public var ownRecords: [DNSResourceRecord] = [] {
+        didSet { ownNames = Set(ownRecords.map(\.name)).subtracting([AdvertisedService.serviceType]) }
+    }
+    private var ownNames: Set<DNSName> = []
     /// When each resolving question last went out, to ask it at most once a second.
     private var lastAsked: [DNSQuestion: UInt64] = [:]
     /// The least time between two identical resolving questions.
@@ -99,7 +104,7 @@ public struct MDNSBrowser: Sendable {
                 var record = entry.record
                 record.ttl = UInt32((entry.expires - now) / 1000)
                 return record
-            }
+            } + ownRecords.filter { $0.type == DNSRecordType.ptr && $0.name == AdvertisedService.serviceType }
             queries.append(DNSMessage(
                 isResponse: false, questions: [DNSQuestion(AdvertisedService.serviceType, type: DNSRecordType.ptr)], answers: known))
             nextQueryAt = now + interval

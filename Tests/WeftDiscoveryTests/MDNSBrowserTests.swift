@@ -109,19 +109,22 @@ struct MDNSBrowserTests {
 
     @Test("the node's own names, heard back from the group, are neither kept nor found")
     func ownNames() {
-        let (responder, announcement) = Self.announced()
+        var (responder, announcement) = Self.announced()
         var browser = MDNSBrowser(seed: 3)
-        browser.ownNames = [responder.instanceName, responder.hostName]
+        browser.ownRecords = responder.records()
         browser.start(now: 0)
         #expect(browser.received(announcement, now: 0).changes.isEmpty)
         // Its own PTR alone asks for nothing: its own responder would answer, and the answer
         // would ask again, at the speed of the loopback.
         let ownPTR = announcement.answers.filter { $0.type == DNSRecordType.ptr }
         #expect(browser.received(DNSMessage(isResponse: true, answers: ownPTR), now: 10).queries.isEmpty)
-        // Only its periodic PTR queries follow; nothing of its own is asked for again.
+        // Only its periodic PTR queries follow, listing its own PTR as known (so its own
+        // responder does not answer them); nothing of its own is asked for again.
         while let next = browser.nextTick, next < 200_000 {
             for query in browser.tick(now: next).queries {
                 #expect(query.questions.allSatisfy { $0.type == DNSRecordType.ptr }, "\(query.questions)")
+                #expect(query.answers == ownPTR)
+                #expect(responder.received(query, from: .group, now: next).isEmpty, "its own responder stays silent")
             }
         }
         #expect(browser.nodes.isEmpty)

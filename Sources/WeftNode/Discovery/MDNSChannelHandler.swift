@@ -60,7 +60,7 @@ final class MDNSChannelHandler: ChannelDuplexHandler {
         case .start:
             guard !running else { promise?.succeed(); return }
             running = true
-            browser.ownNames = [responder.instanceName, responder.hostName]
+            browser.ownRecords = responder.records()
             let now = Self.now
             send(responder.start(now: now), context: context)
             browser.start(now: now)
@@ -99,7 +99,7 @@ final class MDNSChannelHandler: ChannelDuplexHandler {
         send(responder.received(message, from: source, now: now), context: context)
         if responder.instanceName != name {
             logger.notice("mDNS: another responder on \(interface.name) holds \(name); advertising as \(responder.instanceName)")
-            browser.ownNames = [responder.instanceName, responder.hostName]
+            browser.ownRecords = responder.records()
         }
         let (queries, changes) = browser.received(message, now: now)
         send(queries.map { ($0, .group) }, context: context)

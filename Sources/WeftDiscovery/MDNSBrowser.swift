@@ -1,3 +1,5 @@
+import WeftCrypto
+
 /// A Weft node found on the LAN: where to dial it, and what its TXT record says.
 public struct DiscoveredNode: Hashable, Sendable {
     /// The instance name, which identifies it while it is advertised.
@@ -74,14 +76,14 @@ public struct MDNSBrowser: Sendable {
 
     /// Starts browsing: the first query goes out 20 to 120 ms later (`tick`).
     public mutating func start(now: UInt64) {
-        nextQueryAt = now + random.next(in: Self.firstDelay)
+        nextQueryAt = now + UInt64.random(in: Self.firstDelay, using: &random)
     }
 
     /// Expires records, asks for those near expiry, sends the periodic query when due.
     public mutating func tick(now: UInt64) -> (queries: [DNSMessage], changes: [Change]) {
         var questions: [DNSQuestion] = []
         // One random part for every refresh of this tick, as for the records of one packet.
-        let jitter = random.next(in: Self.refreshJitter)
+        let jitter = UInt64.random(in: Self.refreshJitter, using: &random)
         for (key, entry) in cache {
             if entry.expires <= now {
                 cache[key] = nil
@@ -120,7 +122,7 @@ public struct MDNSBrowser: Sendable {
         let records = message.answers + message.additionals
         // The records of one packet share their random part: those of one node (its SRV and
         // address, of one TTL) come due together and are asked for in one query.
-        let jitter = random.next(in: Self.refreshJitter)
+        let jitter = UInt64.random(in: Self.refreshJitter, using: &random)
         for record in records where Self.concerns(record) && !isOwn(record) {
             // A cache-flush record replaces what the cache holds for its name and type, except
             // what came in the last second (RFC 6762 §10.2).
@@ -173,15 +175,18 @@ public struct MDNSBrowser: Sendable {
         }
     }
 
-    /// The random part of a refresh time, in thousandths of the TTL: 0 to 2 %.
-    static let refreshJitter: ClosedRange<UInt64> = 0...20
+    /// The random part of a refresh time, in ten-thousandths of a window of 2 % of the TTL
+    /// (for 120 s, steps of 0.24 ms over 2.4 s): fine enough that nodes seldom draw the same
+    /// moment.
+    static let refreshJitter: ClosedRange<UInt64> = 0...10_000
 
     /// When to ask again for a record after `refreshes` queries for it: at 80, 85, 90 and 95 %
-    /// of its TTL, each plus `jitter` thousandths (RFC 6762 §5.2); none for a goodbye, after the
-    /// fourth, or for the node's own names.
+    /// of its TTL, each plus `jitter` of the 2 % that follow (RFC 6762 §5.2); none for a
+    /// goodbye, after the fourth, or for the node's own names.
     private func refreshTime(_ record: DNSResourceRecord, received: UInt64, refreshes: Int, jitter: UInt64) -> UInt64? {
         guard record.ttl > 0, refreshes < 4, !ownNames.contains(record.name) else { return nil }
-        return received + UInt64(record.ttl) * (800 + 50 * UInt64(refreshes) + jitter)
+        let ttl = UInt64(record.ttl)
+        return received + ttl * (800 + 50 * UInt64(refreshes)) + ttl * 20 * jitter / 10_000
     }
 
     private func live(_ name: DNSName, _ type: UInt16) -> [DNSResourceRecord] {
@@ -236,23 +241,3 @@ public struct MDNSBrowser: Sendable {
     }
 }
 
-/// SplitMix64 (Steele, Lea and Flood, 2014): a small, fast generator for the browser's random
-/// delays, which need to differ between nodes, not to be unpredictable.
-struct SplitMix64: Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A value in `range`, near enough to uniform for delays.
-    mutating func next(in range: ClosedRange<UInt64>) -> UInt64 {
-        range.lowerBound + next() % (range.upperBound - range.lowerBound + 1)
-    }
-}

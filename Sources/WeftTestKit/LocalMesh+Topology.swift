@@ -1,3 +1,5 @@
+import WeftCrypto
+
 extension LocalMesh {
     /// Which nodes are linked (each link is dialed by one of its two nodes).
     public enum Topology: Sendable, Hashable {
@@ -79,21 +81,5 @@ extension LocalMesh {
         public func other(than node: Int) -> Int? { node == a ? b : node == b ? a : nil }
 
         public var description: String { "\(a)–\(b)" }
-    }
-}
-
-/// A small seeded generator (SplitMix64), so a random topology (or a test's random choices)
-/// is the same on every run.
-public struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    public init(seed: UInt64) { state = seed }
-
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

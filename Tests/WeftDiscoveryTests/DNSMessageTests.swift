@@ -1,4 +1,5 @@
 import Testing
+import WeftCrypto
 @testable import WeftDiscovery
 
 @Suite("The multicast DNS codec (RFC 1035 §4, RFC 6762 §18): round trips, compression, and hostile packets")
@@ -119,18 +120,5 @@ struct DNSMessageTests {
             let noise = (0..<Int.random(in: 0...600, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
             _ = try? DNSMessage(decoding: noise)
         }
-    }
-}
-
-/// A seeded generator, so the mutations are the same in every run.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
     }
 }

@@ -1,18 +1,8 @@
 import WeftCrypto
 import WeftModel
 
-/// A reproducible random number generator (SplitMix64), so a failing workload can be replayed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// The seeded generator (WeftCrypto.SplitMix64), so every random schedule replays from its seed.
+typealias SeededGenerator = SplitMix64
 
 /// Several users working apart and gossiping now and then, each on their own replica: distinct
 /// conversations created concurrently (so they merge), membership changes, metadata, messages

@@ -1,22 +1,13 @@
 import Foundation
 import NIOCore
+import WeftCrypto
 import WeftModel
 import WeftSync
 
-/// SplitMix64: a seeded generator, so every random set in these tests is the same each run.
-struct ReconciliationRandom: RandomNumberGenerator {
-    private var state: UInt64
+/// The seeded generator (WeftCrypto.SplitMix64), so every random set in these tests is the same each run.
+typealias ReconciliationRandom = SplitMix64
 
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SplitMix64 {
     mutating func bytes(_ count: Int) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(count + 7)

@@ -1,5 +1,6 @@
 import Foundation
 import WeftControl
+import WeftCrypto
 import WeftModel
 import WeftTestKit
 

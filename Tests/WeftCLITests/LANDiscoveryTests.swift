@@ -19,7 +19,7 @@ struct LANDiscoveryTests {
         for name in ["bob", "carol", "dave"] { mesh.append(try await RunningNode(dir, name, meshKeyFrom: alice)) }
         let eve = try await RunningNode(dir, "eve")
         for (index, node) in (mesh + [eve]).enumerated() {
-            try await node.start(listen: "0.0.0.0:0", namespace: lan.namespace(index + 1), discovery: true)
+            try await node.startDiscovering(on: lan, in: index + 1)
         }
 
         try await eventually("every pair of the four is connected", seconds: 30) {
@@ -80,7 +80,7 @@ struct LANDiscoveryTests {
         let carol = try await RunningNode(dir, "carol", meshKeyFrom: alice)
         let mesh = [alice, bob, carol]
         for (index, node) in mesh.enumerated() {
-            try await node.start(listen: "0.0.0.0:0", namespace: lan.namespace(index + 1), discovery: true)
+            try await node.startDiscovering(on: lan, in: index + 1)
         }
         try await eventually("all connected", seconds: 30) { try await connectedInPairs(mesh) }
 
@@ -95,7 +95,7 @@ struct LANDiscoveryTests {
             #expect(try await peerOrigins(node)[carol.name] == nil)
         }
 
-        try await carol.start(listen: "0.0.0.0:0", namespace: lan.namespace(3), discovery: true)
+        try await carol.startDiscovering(on: lan, in: 3)
         try await eventually("carol found again", seconds: 30) { try await connectedInPairs(mesh) }
         for node in mesh { #expect(try await node.stop() == 0) }
     }
@@ -115,9 +115,9 @@ struct LANDiscoveryTests {
         let carol = try await RunningNode(dir, "carol", meshKeyFrom: alice)
         let mesh = [alice, bob, carol]
         // Alice and bob share avahi's namespace (and its port); carol is across the bridge.
-        try await alice.start(listen: "0.0.0.0:0", namespace: lan.namespace(1), discovery: true)
-        try await bob.start(listen: "0.0.0.0:0", namespace: lan.namespace(1), discovery: true)
-        try await carol.start(listen: "0.0.0.0:0", namespace: lan.namespace(2), discovery: true)
+        try await alice.startDiscovering(on: lan, in: 1)
+        try await bob.startDiscovering(on: lan, in: 1)
+        try await carol.startDiscovering(on: lan, in: 2)
         try await eventually("all connected beside avahi", seconds: 30) { try await connectedInPairs(mesh) }
 
         let expected = try await Dictionary(uniqueKeysWithValues: [(alice, 1), (bob, 1), (carol, 2)].asyncMap { node, namespace in
@@ -153,7 +153,7 @@ struct LANDiscoveryTests {
         let dir = try TemporaryDirectory()
         let alice = try await RunningNode(dir, "alice")
         let bob = try await RunningNode(dir, "bob", meshKeyFrom: alice)
-        try await alice.start(listen: "0.0.0.0:0", namespace: lan.namespace(1), discovery: true)
+        try await alice.startDiscovering(on: lan, in: 1)
         let probe = try MulticastProbe(namespace: lan.namespace(3), interfaceAddress: lan.address(3))
 
         let packets = hostileMDNSPackets()
@@ -186,7 +186,7 @@ struct LANDiscoveryTests {
         }
         #expect((1...3).contains(answers), "alice answered 1,000 queries in a burst \(answers) times")
 
-        try await bob.start(listen: "0.0.0.0:0", namespace: lan.namespace(2), discovery: true)
+        try await bob.startDiscovering(on: lan, in: 2)
         try await eventually("bob finds alice", seconds: 30) { try await connectedInPairs([alice, bob]) }
         #expect(try await bob.stop() == 0)
         #expect(try await alice.stop() == 0, "alice stayed up")
@@ -205,7 +205,7 @@ extension LANDiscoveryTests {
         let dir = try TemporaryDirectory()
         let alice = try await RunningNode(dir, "alice")
         let rival = try MulticastProbe(namespace: lan.namespace(2), interfaceAddress: lan.address(2))
-        try await alice.start(listen: "0.0.0.0:0", namespace: lan.namespace(1), discovery: true)
+        try await alice.startDiscovering(on: lan, in: 1)
 
         // Alice's first probe names her instance; the rival answers that it holds the name.
         var claimed: DNSName?
@@ -239,6 +239,14 @@ extension LANDiscoveryTests {
         #expect(!advertised.contains(String(decoding: name.labels[0], as: UTF8.self)), "the old name is no longer answered for")
         #expect(try await alice.stop() == 0)
         #expect((alice.process?.stderr ?? "").contains("advertising as \(renamed)._weft._tcp.local"))
+    }
+}
+
+extension RunningNode {
+    /// Starts `weft node` in namespace `index` of `lan`, listening on all its addresses at a
+    /// free port (which discovery advertises), with discovery on.
+    func startDiscovering(on lan: NamespaceLAN, in index: Int) async throws {
+        try await start(listen: "0.0.0.0:0", namespace: lan.namespace(index), discovery: true)
     }
 }
 

@@ -79,6 +79,12 @@ final class MulticastProbe: @unchecked Sendable {
         }
         var ttl: UInt8 = 255
         setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_TTL, &ttl, 1)
+        // Not its own packets back: a burst of them would fill the receive buffer and crowd
+        // out the answers it waits for. And room for a burst of answers.
+        var loop: UInt8 = 0
+        setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_LOOP, &loop, 1)
+        var buffer: Int32 = 4 << 20
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, socklen_t(MemoryLayout<Int32>.size))
         return .success(fd)
     }
 }

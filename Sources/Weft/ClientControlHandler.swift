@@ -30,6 +30,7 @@ public final class ClientControlHandler: ControlHandler {
     private let directory: PeerDirectory
     private let replication: (any ReplicationReport)?
     private let node: MeshNode?
+    private let discovery: DiscoveryStatistics?
     private let settings: Settings
     private let listenAddress = Mutex("")
 
@@ -37,13 +38,14 @@ public final class ClientControlHandler: ControlHandler {
     ///   are refused as not supported.
     public init(
         client: WeftClient, directory: PeerDirectory, settings: Settings, node: MeshNode? = nil,
-        replication: (any ReplicationReport)? = nil
+        replication: (any ReplicationReport)? = nil, discovery: DiscoveryStatistics? = nil
     ) {
         self.client = client
         self.directory = directory
         self.settings = settings
         self.node = node
         self.replication = replication
+        self.discovery = discovery
     }
 
     /// Records where the mesh listener is bound, for `status`.
@@ -202,7 +204,15 @@ public final class ClientControlHandler: ControlHandler {
 
     public func statistics() async throws(ControlFailure) -> [ReplicationCounter] {
         guard let replication else { throw ControlFailure(.notSupported, "This node does not replicate.") }
-        return await replication.statistics()
+        var counters = await replication.statistics()
+        if let discovery {
+            // LAN discovery's packets (SPEC.md §16), when it runs.
+            counters += [
+                ("discoveryPacketsSent", discovery.packetsSent), ("discoveryPacketsReceived", discovery.packetsReceived),
+                ("discoveryPacketsMalformed", discovery.packetsRejected),
+            ].map { ReplicationCounter(name: $0.0, value: UInt64(clamping: $0.1)) }
+        }
+        return counters
     }
 
     public func connect(to address: String) async throws(ControlFailure) {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+import WeftControl
 import WeftDiscovery
+import WeftNode
 
 /// LAN discovery (issue 8, SPEC.md §16) between real `weft node` processes, each in a network
 /// namespace of its own on a bridged LAN of namespaces, with real multicast that never leaves
@@ -175,6 +177,9 @@ struct LANDiscoveryTests {
             }
         }
         #expect(answered, "alice answers after \(packets.count) hostile packets")
+        // She counted them: at least the 30 shorter than a DNS header, and every cut query.
+        let malformed = try await discoveryCounters(alice)["discoveryPacketsMalformed"] ?? 0
+        #expect(malformed >= UInt64(30 + query.encoded().count - 1), "\(malformed) counted malformed")
 
         // A flood of valid queries draws an answer per second, not one per query.
         for _ in 0..<100 { guard probe.receive(milliseconds: 1100) != nil else { break } }  // a quiet second first
@@ -248,6 +253,13 @@ extension RunningNode {
     func startDiscovering(on lan: NamespaceLAN, in index: Int) async throws {
         try await start(listen: "0.0.0.0:0", namespace: lan.namespace(index), discovery: true)
     }
+}
+
+/// The node's discovery counters, from STATISTICS on its control socket (SPEC.md §15.5).
+private func discoveryCounters(_ node: RunningNode) async throws -> [String: UInt64] {
+    let response = try await ControlClient.withConnection(socketPath: "\(node.home)/control.sock") { try await $0.request(.statistics) }
+    guard case .statistics(let counters) = response else { return [:] }
+    return Dictionary(counters.filter { $0.name.hasPrefix("discovery") }.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
 }
 
 /// Whether every node lists every other (by display name) in `weft peers`.

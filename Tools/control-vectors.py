@@ -92,9 +92,17 @@ resp("PONG 7", "PONG", 1, {"value": "7"}, u64(7))
 resp("a node that does not replicate yet: held and unsynced unknown", "STATUS RESULT", 2,
     {"user": ALICE, "displayName": "alice", "listenAddress": "127.0.0.1:4000", "startedAt": "1700000000000",
      "connectedPeers": 1, "conversations": 2, "unsentMessages": 0, "timeToLiveSeconds": 43200, "retentionDays": 30,
-     "replicating": False, "heldOperations": None, "unsyncedOperations": None},
+     "replicating": False, "heldOperations": None, "unsyncedOperations": None, "discovery": False,
+     "discoveryInterfaces": []},
     h(ALICE) + text("alice") + text("127.0.0.1:4000") + u64(1700000000000) + u32(1) + u32(2) + u32(0) + u32(43200)
-    + u32(30) + u8(0) + opt(None) + opt(None))
+    + u32(30) + u8(0) + opt(None) + opt(None) + u8(0) + lst([]))
+resp("a replicating node on a LAN: discovery on two interfaces", "STATUS RESULT", 2,
+    {"user": ALICE, "displayName": "alice", "listenAddress": "0.0.0.0:7400", "startedAt": "1700000000000",
+     "connectedPeers": 3, "conversations": 2, "unsentMessages": 1, "timeToLiveSeconds": 43200, "retentionDays": 30,
+     "replicating": True, "heldOperations": "120", "unsyncedOperations": "0", "discovery": True,
+     "discoveryInterfaces": ["eth0", "wlan0"]},
+    h(ALICE) + text("alice") + text("0.0.0.0:7400") + u64(1700000000000) + u32(3) + u32(2) + u32(1) + u32(43200)
+    + u32(30) + u8(1) + opt(120) + opt(0) + u8(1) + lst([text("eth0"), text("wlan0")]))
 resp("bob, inbound, holding 3 conversations and 120 operations", "PEERS RESULT", 3,
     {"peers": [{"user": BOB, "displayName": "bob", "address": "127.0.0.1:50000", "origin": "inbound",
                 "connectedAt": "1700000000500", "holdings": {"conversations": 3, "operations": "120"}}]},

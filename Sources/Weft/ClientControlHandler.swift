@@ -30,7 +30,7 @@ public final class ClientControlHandler: ControlHandler {
     private let directory: PeerDirectory
     private let replication: (any ReplicationReport)?
     private let node: MeshNode?
-    private let discovery: DiscoveryStatistics?
+    private let discovery: LANDiscovery?
     private let settings: Settings
     private let listenAddress = Mutex("")
 
@@ -38,7 +38,7 @@ public final class ClientControlHandler: ControlHandler {
     ///   are refused as not supported.
     public init(
         client: WeftClient, directory: PeerDirectory, settings: Settings, node: MeshNode? = nil,
-        replication: (any ReplicationReport)? = nil, discovery: DiscoveryStatistics? = nil
+        replication: (any ReplicationReport)? = nil, discovery: LANDiscovery? = nil
     ) {
         self.client = client
         self.directory = directory
@@ -67,7 +67,8 @@ public final class ClientControlHandler: ControlHandler {
             conversations: UInt32(clamping: conversations), unsentMessages: UInt32(clamping: unsent),
             timeToLiveSeconds: UInt32(clamping: settings.timeToLive.components.seconds),
             retentionDays: UInt32(clamping: settings.retentionDays), isReplicating: replication != nil,
-            heldOperations: await replication?.heldOperations(), unsyncedOperations: await replication?.unsyncedOperations())
+            heldOperations: await replication?.heldOperations(), unsyncedOperations: await replication?.unsyncedOperations(),
+            discovery: discovery != nil, discoveryInterfaces: discovery?.interfaces.map(\.name) ?? [])
     }
 
     public func peers() async throws(ControlFailure) -> [PeerRecord] {
@@ -205,7 +206,7 @@ public final class ClientControlHandler: ControlHandler {
     public func statistics() async throws(ControlFailure) -> [ReplicationCounter] {
         guard let replication else { throw ControlFailure(.notSupported, "This node does not replicate.") }
         var counters = await replication.statistics()
-        if let discovery {
+        if let discovery = discovery?.statistics {
             // LAN discovery's packets (SPEC.md §16), when it runs.
             counters += [
                 ("discoveryPacketsSent", discovery.packetsSent), ("discoveryPacketsReceived", discovery.packetsReceived),

@@ -98,7 +98,7 @@ public final class NodeDaemon: Service, Sendable {
             settings: .init(
                 displayName: configuration.node.displayName, timeToLive: configuration.timeToLive,
                 retentionDays: configuration.retentionDays, startedAt: Mailbox.systemClock()),
-            node: node, replication: ReplicatorReport(replicator: replicator), discovery: discovery?.statistics)
+            node: node, replication: ReplicatorReport(replicator: replicator), discovery: discovery)
         events.daemon = self
     }
 

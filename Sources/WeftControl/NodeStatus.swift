@@ -28,11 +28,16 @@ public struct NodeStatus: Hashable, Sendable {
     public var heldOperations: UInt64?
     /// Replication: operations known to exist on a peer and not held yet, over all logs.
     public var unsyncedOperations: UInt64?
+    /// Whether LAN discovery is on (SPEC.md §16).
+    public var discovery: Bool
+    /// The interfaces discovery runs on (none when it is off, or finds none it can use).
+    public var discoveryInterfaces: [String]
 
     public init(
         user: UserID, displayName: String, listenAddress: String, startedAt: UInt64, connectedPeers: UInt32,
         conversations: UInt32, unsentMessages: UInt32, timeToLiveSeconds: UInt32, retentionDays: UInt32,
-        isReplicating: Bool, heldOperations: UInt64?, unsyncedOperations: UInt64?
+        isReplicating: Bool, heldOperations: UInt64?, unsyncedOperations: UInt64?, discovery: Bool = false,
+        discoveryInterfaces: [String] = []
     ) {
         self.user = user
         self.displayName = displayName
@@ -46,6 +51,8 @@ public struct NodeStatus: Hashable, Sendable {
         self.isReplicating = isReplicating
         self.heldOperations = heldOperations
         self.unsyncedOperations = unsyncedOperations
+        self.discovery = discovery
+        self.discoveryInterfaces = discoveryInterfaces
     }
 
     func write(into buffer: inout ByteBuffer) {
@@ -61,6 +68,8 @@ public struct NodeStatus: Hashable, Sendable {
         buffer.writeBool(isReplicating)
         buffer.writeOptionalU64(heldOperations)
         buffer.writeOptionalU64(unsyncedOperations)
+        buffer.writeBool(discovery)
+        buffer.writeList(discoveryInterfaces) { buffer, name in buffer.writeControlText(name, limit: ControlConstants.maxShortTextByteCount) }
     }
 
     static func read(from buffer: inout ByteBuffer) throws(ControlFailure) -> NodeStatus {
@@ -76,6 +85,10 @@ public struct NodeStatus: Hashable, Sendable {
             retentionDays: try buffer.readU32("retention days"),
             isReplicating: try buffer.readBool("replicating"),
             heldOperations: try buffer.readOptionalU64("held operations"),
-            unsyncedOperations: try buffer.readOptionalU64("unsynced operations"))
+            unsyncedOperations: try buffer.readOptionalU64("unsynced operations"),
+            discovery: try buffer.readBool("discovery"),
+            discoveryInterfaces: try buffer.readList("discovery interfaces") { buffer throws(ControlFailure) in
+                try buffer.readControlText("interface", limit: ControlConstants.maxShortTextByteCount)
+            })
     }
 }

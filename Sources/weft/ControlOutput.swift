@@ -77,6 +77,7 @@ extension NodeStatus {
             "connectedPeers": connectedPeers, "conversations": conversations, "unsentMessages": unsentMessages,
             "timeToLiveSeconds": timeToLiveSeconds, "retentionDays": retentionDays, "replicating": isReplicating,
             "heldOperations": orNull(heldOperations), "unsyncedOperations": orNull(unsyncedOperations),
+            "discovery": discovery, "discoveryInterfaces": discoveryInterfaces,
         ]
     }
 }

@@ -26,5 +26,7 @@ struct StatusCommand: AsyncCommand {
         say("replication: \(status.isReplicating ? "running" : "not running")")
         say("held operations: \(countText(status.heldOperations))")
         say("operations not yet synced: \(countText(status.unsyncedOperations))")
+        let interfaces = status.discoveryInterfaces.isEmpty ? "no interface it can use" : status.discoveryInterfaces.joined(separator: ", ")
+        say("LAN discovery: \(status.discovery ? "on, \(interfaces)" : "off")")
     }
 }

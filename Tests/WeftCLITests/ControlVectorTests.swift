@@ -126,7 +126,8 @@ func response(from f: [String: Any]) -> ControlResponse {
             startedAt: u64(f["startedAt"]), connectedPeers: u32(f["connectedPeers"]), conversations: u32(f["conversations"]),
             unsentMessages: u32(f["unsentMessages"]), timeToLiveSeconds: u32(f["timeToLiveSeconds"]),
             retentionDays: u32(f["retentionDays"]), isReplicating: f["replicating"] as! Bool,
-            heldOperations: optionalU64(f["heldOperations"]), unsyncedOperations: optionalU64(f["unsyncedOperations"])))
+            heldOperations: optionalU64(f["heldOperations"]), unsyncedOperations: optionalU64(f["unsyncedOperations"]),
+            discovery: f["discovery"] as! Bool, discoveryInterfaces: f["discoveryInterfaces"] as! [String]))
     case "PEERS RESULT":
         .peers((f["peers"] as! [[String: Any]]).map { p in
             let holdings = p["holdings"] as? [String: Any]

@@ -32,6 +32,8 @@ struct DaemonProcessTests {
         #expect(status["retentionDays"] as? Int == 30)
         #expect(status["replicating"] as? Bool == true)
         #expect(status["unsyncedOperations"] as? Int == 0, "no peer yet: nothing known to be missing")
+        #expect(status["discovery"] as? Bool == false && (status["discoveryInterfaces"] as? [String])?.isEmpty == true)
+        #expect(try await alice.ok("status").contains("LAN discovery: off"))
         #expect(try await alice.ok("status").contains("user: \(aliceID)"))
         #expect((try await alice.json("peers") as? [Any])?.isEmpty == true)
 

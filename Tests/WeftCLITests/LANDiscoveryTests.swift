@@ -27,6 +27,9 @@ struct LANDiscoveryTests {
         try await eventually("every pair of the four is connected", seconds: 30) {
             try await connectedInPairs(mesh)
         }
+        let status = try #require(try await alice.json("status") as? [String: Any])
+        #expect(status["discovery"] as? Bool == true && status["discoveryInterfaces"] as? [String] == ["eth0"])
+        #expect(try await alice.ok("status").contains("LAN discovery: on, eth0"))
         // Each pair's one connection was dialed by discovery on one side.
         var origins: [String: [String: String]] = [:]
         for node in mesh { origins[node.name] = try await peerOrigins(node) }

@@ -33,11 +33,14 @@ public final class LocalNode: Sendable {
     ///   - passphrase: the identity's passphrase, if it is protected.
     ///   - listen: `host:port` to listen on; port 0 picks a free one.
     ///   - peers: `host:port` of nodes to dial and keep dialing.
+    ///   - discoveryInterfaces: LAN discovery (SPEC.md §16) on these interfaces, or on every
+    ///     one it can use if empty; nil (the default) leaves it off. It needs a listener other
+    ///     than loopback (`0.0.0.0:0`, say).
     /// - Throws: one sentence when the home has no identity, the passphrase is wrong, another
-    ///   node runs on the home, or the store does not open.
+    ///   node runs on the home, the store does not open, or discovery cannot run as asked.
     public static func start(
         home: URL, passphrase: SecureBytes? = nil, listen: String = "127.0.0.1:0", peers: [String] = [],
-        logger: Logger = Logger(label: "weft.node")
+        discoveryInterfaces: [String]? = nil, logger: Logger = Logger(label: "weft.node")
     ) async throws -> LocalNode {
         let nodeHome = NodeHome(directory: home)
         guard let listenAddress = PeerAddress(listen) else { throw NodeDaemonError("\"\(listen)\" is not host:port.") }
@@ -53,7 +56,8 @@ public final class LocalNode: Sendable {
                 home: nodeHome,
                 node: .init(
                     identity: identity, meshKey: try nodeHome.meshKey(), displayName: nodeHome.displayName(),
-                    listenAddress: listenAddress, peers: dial)),
+                    listenAddress: listenAddress, peers: dial),
+                discoveryInterfaces: discoveryInterfaces),
             lock: lock, logger: logger, onReady: { readyContinuation.yield($0) })
         // Unstructured on purpose: the node outlives this call, as the caller asked. It is owned
         // by the returned LocalNode, and `stop()` cancels it and waits for it to end.

@@ -61,4 +61,22 @@ struct LocalNodeTests {
         await bob.stop()
         await alice.stop()
     }
+
+    @Test("discovery asked of an in-process node that cannot run it: one sentence, before anything listens or multicasts")
+    func discoveryRefused() async throws {
+        let (root, aliceHome, _, _) = try Self.twoHomes()
+        defer { try? FileManager.default.removeItem(at: root) }
+        // (Refusals only: a node with discovery on would multicast on this machine's own
+        // interfaces; LAN discovery itself is tested in network namespaces, LANDiscoveryTests.)
+        for (listen, interfaces, words) in [
+            ("127.0.0.1:0", [], "127.0.0.1 is loopback"), ("0.0.0.0:0", ["nosuch0"], "There is no interface nosuch0"),
+        ] {
+            await #expect {
+                _ = try await LocalNode.start(home: aliceHome, listen: listen, discoveryInterfaces: interfaces)
+            } throws: { error in "\(error)".contains(words) }
+        }
+        // The home is free again: the refused start released its lock.
+        let alice = try await LocalNode.start(home: aliceHome)
+        await alice.stop()
+    }
 }

@@ -192,7 +192,9 @@ struct LANDiscoveryTests {
             guard let packet = probe.receive(milliseconds: 500) else { break }
             if let message = try? DNSMessage(decoding: packet), message.isResponse { answers += 1 }
         }
-        #expect((1...3).contains(answers), "alice answered 1,000 queries in a burst \(answers) times")
+        // One answer per second while she works through the burst (well under a second
+        // here; up to a few seconds on a loaded machine): a handful, not a thousand.
+        #expect((1...5).contains(answers), "alice answered 1,000 queries in a burst \(answers) times")
 
         try await bob.startDiscovering(on: lan, in: 2)
         try await eventually("bob finds alice", seconds: 30) { try await connectedInPairs([alice, bob]) }

@@ -206,11 +206,11 @@ public final class ClientControlHandler: ControlHandler {
     public func statistics() async throws(ControlFailure) -> [ReplicationCounter] {
         guard let replication else { throw ControlFailure(.notSupported, "This node does not replicate.") }
         var counters = await replication.statistics()
-        if let discovery = discovery?.statistics {
+        if let packets = discovery?.statistics {
             // LAN discovery's packets (SPEC.md §16), when it runs.
             counters += [
-                ("discoveryPacketsSent", discovery.packetsSent), ("discoveryPacketsReceived", discovery.packetsReceived),
-                ("discoveryPacketsMalformed", discovery.packetsRejected),
+                ("discoveryPacketsSent", packets.packetsSent), ("discoveryPacketsReceived", packets.packetsReceived),
+                ("discoveryPacketsMalformed", packets.packetsRejected),
             ].map { ReplicationCounter(name: $0.0, value: UInt64(clamping: $0.1)) }
         }
         return counters

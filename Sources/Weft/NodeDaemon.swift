@@ -110,6 +110,8 @@ public final class NodeDaemon: Service, Sendable {
         let server = ControlServer(socketPath: home.controlSocket.path, handler: handler, logger: logger)
         defer { unlink(home.addressFile.path) }
         try await withThrowingDiscardingTaskGroup { group in
+            // A child of this group: it ends with the node (cancelled below) or at graceful
+            // shutdown, after its goodbye.
             if let discovery { group.addTask { await discovery.run() } }
             try await server.serve { try await self.replicator.run() }
             group.cancelAll()

@@ -240,4 +240,3 @@ public struct MDNSBrowser: Sendable {
         return changes
     }
 }
-

@@ -31,8 +31,8 @@ public struct DiscoveryInterface: Hashable, Sendable {
                 "Discovery advertises the listening address, and \(listenHost) is loopback: listen on 0.0.0.0 or a LAN address, or pass --discovery off.")
         }
         let usable = devices.filter { device in
-            device.multicastSupported && device.address?.addressBytes.count == 4 && !(device.address?.addressBytes.isLoopback ?? true)
-                && (names.isEmpty ? true : names.contains(device.name))
+            guard let bytes = device.address?.addressBytes else { return false }
+            return device.multicastSupported && bytes.count == 4 && !bytes.isLoopback && (names.isEmpty || names.contains(device.name))
         }
         for name in names where !usable.contains(where: { $0.name == name }) {
             throw LANDiscoveryError("There is no interface \(name) with an IPv4 address and multicast to run discovery on.")

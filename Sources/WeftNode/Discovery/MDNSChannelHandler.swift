@@ -22,7 +22,8 @@ final class MDNSChannelHandler: ChannelDuplexHandler {
     }
 
     /// The group and port of multicast DNS over IPv4 (RFC 6762 §3).
-    static let group = try! SocketAddress(ipAddress: "224.0.0.251", port: 5353)  // a constant literal address
+    // A constant, valid IPv4 literal: it cannot fail.
+    static let group = try! SocketAddress(ipAddress: "224.0.0.251", port: 5353)
 
     private let interface: DiscoveryInterface
     private var responder: MDNSResponder

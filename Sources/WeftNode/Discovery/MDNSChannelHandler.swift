@@ -21,8 +21,8 @@ final class MDNSChannelHandler: ChannelDuplexHandler {
         case stop
     }
 
-    /// The group and port of multicast DNS over IPv4 (RFC 6762 §3).
-    // A constant, valid IPv4 literal: it cannot fail.
+    /// The group and port of multicast DNS over IPv4 (RFC 6762 §3). (A constant, valid IPv4
+    /// literal: the `try!` cannot fail.)
     static let group = try! SocketAddress(ipAddress: "224.0.0.251", port: 5353)
 
     private let interface: DiscoveryInterface

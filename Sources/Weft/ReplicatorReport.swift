@@ -6,14 +6,14 @@ import WeftNode
 struct ReplicatorReport: ReplicationReport {
     let replicator: Replicator
 
-    func unsyncedOperations(in conversation: ConversationID) async -> UInt64 { UInt64(replicator.unsynced(conversation)) }
-    func unsyncedOperations() async -> UInt64 { UInt64(replicator.unsyncedTotal) }
-    func heldOperations() async -> UInt64 { UInt64(replicator.heldOperations) }
+    func unsyncedOperations(in conversation: ConversationID) async -> UInt64 { UInt64(await replicator.unsynced(conversation)) }
+    func unsyncedOperations() async -> UInt64 { UInt64(await replicator.unsyncedTotal) }
+    func heldOperations() async -> UInt64 { UInt64(await replicator.heldOperations) }
     func holdings(of peer: UserID) async -> PeerHoldings? {
-        replicator.holdings(of: peer).map { PeerHoldings(conversations: UInt32(clamping: $0.conversations), operations: UInt64($0.operations)) }
+        await replicator.holdings(of: peer).map { PeerHoldings(conversations: UInt32(clamping: $0.conversations), operations: UInt64($0.operations)) }
     }
     func statistics() async -> [ReplicationCounter] {
-        let statistics = replicator.statistics
+        let statistics = await replicator.statistics
         let counters: [(String, Int)] = [
             ("operationsReceived", statistics.operationsReceived), ("duplicatesReceived", statistics.duplicatesReceived),
             ("duplicatesAnswered", statistics.duplicatesAnswered),
@@ -21,6 +21,7 @@ struct ReplicatorReport: ReplicationReport {
             ("operationsPushed", statistics.operationsPushed), ("operationsAnnounced", statistics.operationsAnnounced),
             ("grafts", statistics.grafts), ("prunesSent", statistics.prunesSent),
             ("operationsDropped", statistics.operationsDropped), ("messagesNotQueued", statistics.messagesNotQueued),
+            ("requestsDropped", statistics.requestsDropped),
             ("reconciliations", statistics.reconciliations), ("causeRequests", statistics.causeRequests),
             ("reconciliationRequests", statistics.reconciliationRequests), ("logsSentFromStore", statistics.logsSentFromStore),
         ]

@@ -174,6 +174,11 @@ public final class MeshNode: Service, Sendable {
         channel?.triggerUserOutboundEvent(PeerChannelHandler.ErrorRequest(code: code, reason: reason), promise: nil)
     }
 
+    /// Closes `connection` (only that one, not a newer one of its peer) with ERROR `code`.
+    public func fail(_ connection: PeerConnection, code: ErrorCode, reason: String) {
+        connection.channel.triggerUserOutboundEvent(PeerChannelHandler.ErrorRequest(code: code, reason: reason), promise: nil)
+    }
+
     // MARK: - Service
 
     /// Listens, dials, and serves every connection until graceful shutdown (SIGTERM/SIGINT
@@ -409,6 +414,21 @@ public final class MeshNode: Service, Sendable {
             throw .payloadTooLarge(bytes.readableBytes)
         }
         guard let channel = registry.withLock({ $0.sessions[peer]?.channel }) else { throw .unknownPeer(peer) }
+        try await write(bytes, to: channel)
+    }
+
+    /// Sends application bytes as one DATA frame on `connection` only, as `send(_:to:)` does:
+    /// never on a newer connection of the same peer. What belongs to one connection (a
+    /// compressed stream, §14.11) is written this way, so a reconnect starts afresh.
+    /// - Throws: `.payloadTooLarge`, or `.connectionClosed` once that connection has closed.
+    public func send(_ bytes: ByteBuffer, on connection: PeerConnection) async throws(PeerChannelError) {
+        guard bytes.readableBytes <= WireConstants.maxDataPayloadByteCount else {
+            throw .payloadTooLarge(bytes.readableBytes)
+        }
+        try await write(bytes, to: connection.channel)
+    }
+
+    private func write(_ bytes: ByteBuffer, to channel: any Channel) async throws(PeerChannelError) {
         do {
             try await channel.writeAndFlush(bytes).get()
         } catch let error as PeerChannelError {

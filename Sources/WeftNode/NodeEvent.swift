@@ -12,16 +12,17 @@ public enum ConnectionDirection: String, Sendable {
 public enum NodeEvent: Sendable {
     /// The listener is bound and accepting connections.
     case listening(SocketAddress)
-    /// A peer completed the handshake and proved its identity.
-    case peerAuthenticated(NodeInfo, address: SocketAddress?, direction: ConnectionDirection)
-    /// A connection ended; `peer` is nil when it ended before authentication (or was refused
-    /// at it). An authenticated connection that a newer one with the same peer replaced (§5)
-    /// names the peer too, which is still connected then (`MeshNode.isConnected`).
-    case connectionEnded(peer: NodeInfo?, address: SocketAddress?, ConnectionEnd)
+    /// A peer completed the handshake and proved its identity, on `connection`.
+    case peerAuthenticated(NodeInfo, address: SocketAddress?, direction: ConnectionDirection, connection: PeerConnection)
+    /// A connection ended; `peer` and `connection` are nil when it ended before
+    /// authentication (or was refused at it). An authenticated connection that a newer one
+    /// with the same peer replaced (§5) names the peer too, which is still connected then
+    /// (`MeshNode.isConnected`), and its own `connection`, which is not the peer's now.
+    case connectionEnded(peer: NodeInfo?, address: SocketAddress?, ConnectionEnd, connection: PeerConnection?)
     /// A keepalive round trip completed.
     case pong(PublicIdentity, roundTrip: TimeAmount)
-    /// Application bytes from an authenticated peer.
-    case data(PublicIdentity, ByteBuffer)
+    /// Application bytes from an authenticated peer, and the connection they came on.
+    case data(PeerConnection, ByteBuffer)
 }
 
 /// A node's events, handed over one at a time.

@@ -39,7 +39,7 @@ public final class PeerDirectory: Sendable {
     /// Takes note of an event; events other than authentication and connection ends are ignored.
     public func record(_ event: NodeEvent) {
         switch event {
-        case .peerAuthenticated(let info, let address, let direction):
+        case .peerAuthenticated(let info, let address, let direction, _):
             let connection = Connection(info: info, address: Self.text(address), direction: direction, since: clock())
             state.withLock { state in
                 state.connections.append(connection)
@@ -48,7 +48,7 @@ public final class PeerDirectory: Sendable {
                     if state.learned.count > Self.maxKnownUsers { state.names[state.learned.removeFirst()] = nil }
                 }
             }
-        case .connectionEnded(let peer?, let address, _):
+        case .connectionEnded(let peer?, let address, _, _):
             let address = Self.text(address)
             state.withLock { state in
                 if let index = state.connections.firstIndex(where: { $0.info.identity == peer.identity && $0.address == address })
@@ -57,7 +57,7 @@ public final class PeerDirectory: Sendable {
                     state.connections.remove(at: index)
                 }
             }
-        case .listening, .connectionEnded(nil, _, _), .pong, .data:
+        case .listening, .connectionEnded(nil, _, _, _), .pong, .data:
             break
         }
     }

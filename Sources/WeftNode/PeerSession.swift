@@ -22,6 +22,7 @@ struct PeerSession: Sendable {
     func run() async -> Bool {
         let address = connection.channel.remoteAddress
         var peer: NodeInfo?
+        var authenticated: PeerConnection?
         do {
             try await withTaskCancellationHandler {
                 try await connection.executeThenClose { inbound, _ in
@@ -35,10 +36,13 @@ struct PeerSession: Sendable {
                             // is reported to nobody, and its data is not passed on.
                             if node.sessionAuthenticated(session) {
                                 peer = info
-                                await node.report(.peerAuthenticated(info, address: address, direction: direction))
+                                let connection = PeerConnection(identity: info.identity, channel: self.connection.channel)
+                                authenticated = connection
+                                await node.report(
+                                    .peerAuthenticated(info, address: address, direction: direction, connection: connection))
                             }
                         case .data(let bytes):
-                            if let peer { await node.report(.data(peer.identity, bytes)) }
+                            if let authenticated { await node.report(.data(authenticated, bytes)) }
                         case .pong(let roundTrip):
                             if let peer { await node.report(.pong(peer.identity, roundTrip: roundTrip)) }
                         case .ended(let end):
@@ -47,7 +51,7 @@ struct PeerSession: Sendable {
                             // one with the same peer (§5) names it too, as it was reported: the
                             // peer is still connected then, which `isConnected` tells.
                             node.sessionEnded(channel: connection.channel)
-                            await node.report(.connectionEnded(peer: peer, address: address, end))
+                            await node.report(.connectionEnded(peer: peer, address: address, end, connection: authenticated))
                         }
                     }
                 }

@@ -40,12 +40,6 @@ struct PeerState: Sendable {
     /// Eager peers get new operations at once; lazy ones get IHAVE (Plumtree).
     var isEager = true
 
-    // MARK: Pending bound
-
-    /// Operations taken from this peer that the store holds pending, and their bytes.
-    var pendingOperations = 0
-    var pendingBytes = 0
-
     // MARK: Flow control
 
     var isWritable = true
@@ -55,6 +49,13 @@ struct PeerState: Sendable {
     /// Conversations with operations the peer was not sent (its queue was full, or it asked
     /// while not writable): once writable, they are sent from the store past `heads`.
     var behind: Set<ConversationID> = []
+    /// Reads from the store under way for the peer (`SyncConfiguration.maxStoreReadsPerPeer`).
+    var storeReads = 0
+    /// Operations it asked for by identifier while it could take no more reads: read once
+    /// it can. Bounded by `maxDeferredIDsPerPeer`.
+    var deferredIDs: [OperationID] = []
+    /// Missing causes held in `causeRequests`, over all logs.
+    var causeRequestCount = 0
 
     init(user: UserID, knownCapacity: Int, now: UInt64) {
         self.user = user
@@ -72,6 +73,8 @@ struct PeerState: Sendable {
         /// The missing causes the store named: asked for by identifier, those still missing
         /// at `due`. Empty: the store did not say, so the log past its heads is asked for.
         var causes: Set<OperationID> = []
+        /// More causes were named than the bounds keep: the log is asked for past its heads too.
+        var askPastHeads = false
     }
 
     /// Range-based reconciliation with the peer (SPEC.md §14.3, §14.10). The rounds carry no
@@ -119,4 +122,7 @@ struct PeerState: Sendable {
     }
 
     var isBehind: Bool { !behind.isEmpty }
+
+    /// Whether the peer has work waiting for a read from the store.
+    var hasDeferredReads: Bool { !behind.isEmpty || !deferredIDs.isEmpty }
 }

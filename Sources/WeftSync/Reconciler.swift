@@ -33,7 +33,10 @@ public struct Reconciler: Sendable {
     /// empty set (it saves the peer a split).
     public func initiate() -> HaveMessage {
         let mode: ReconciliationRange.Mode = set.isEmpty ? .idList([]) : .fingerprint(set.fingerprint(0..<set.count))
-        return HaveMessage.built([ReconciliationRange(upperBound: .end, mode: mode)])
+        // One range up to the end, holding a fingerprint or no entry: every rule of §14.3
+        // holds whatever the set, so the check cannot fail (no input reaches it).
+        let range = ReconciliationRange(upperBound: .end, mode: mode)
+        return HaveMessage(checkedRanges: [range])
     }
 
     /// Answers one HAVE from the peer.
@@ -42,7 +45,10 @@ public struct Reconciler: Sendable {
     ///   reconciliation is over); `differing`, the conversations this round settled as
     ///   differing (ascending): held by one side only, or with different digests. The peer
     ///   learns the same ones from the reply or has already.
-    public func respond(to message: HaveMessage) -> (reply: HaveMessage?, differing: [ConversationID]) {
+    /// - Throws: `SyncMessageError.invalidBody` if the reply would break a rule of §14.3
+    ///   (a bug of the reconciler, but one that input drives: the node closes that connection
+    ///   rather than trap).
+    public func respond(to message: HaveMessage) throws(SyncMessageError) -> (reply: HaveMessage?, differing: [ConversationID]) {
         var reply = ReplyWriter()
         var differing: [ConversationID] = []
         var lowerIndex = 0
@@ -62,7 +68,7 @@ public struct Reconciler: Sendable {
             }
         }
         guard message.expectsReply else { return (nil, differing) }
-        return (reply.message, differing)
+        return (try HaveMessage(ranges: reply.ranges), differing)
     }
 
     // MARK: - Answers
@@ -168,7 +174,7 @@ public struct Reconciler: Sendable {
 /// implied), and the limits of `HaveMessage` are kept, one range always in reserve for the
 /// fingerprint of whatever a full reply has to leave for the next round.
 private struct ReplyWriter {
-    private var ranges: [ReconciliationRange] = []
+    private(set) var ranges: [ReconciliationRange] = []
     private var pendingSkip: ReconciliationBound?
     private var entryCount = 0
     /// Whether the reply ends with a collapse: later ranges get no answer, skips included.
@@ -197,18 +203,5 @@ private struct ReplyWriter {
     mutating func collapse(fingerprint: RangeFingerprint) {
         add(ReconciliationRange(upperBound: .end, mode: .fingerprint(fingerprint)))
         isCollapsed = true
-    }
-
-    var message: HaveMessage { HaveMessage.built(ranges) }
-}
-
-extension HaveMessage {
-    /// A message the reconciler built: breaking a rule of §14.3 is a bug here, not bad input.
-    fileprivate static func built(_ ranges: [ReconciliationRange]) -> HaveMessage {
-        do {
-            return try HaveMessage(ranges: ranges)
-        } catch {
-            preconditionFailure("the reconciler built an invalid HAVE: \(error)")
-        }
     }
 }

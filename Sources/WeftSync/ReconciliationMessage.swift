@@ -33,6 +33,9 @@ public struct HaveMessage: Hashable, Sendable {
         self.ranges = ranges
     }
 
+    /// A message of ranges known to keep every rule (the first HAVE: see `Reconciler.initiate`).
+    init(checkedRanges ranges: [ReconciliationRange]) { self.ranges = ranges }
+
     /// Whether the receiver must answer: some range still holds a fingerprint or an id-list.
     /// A message of skips and differing lists (or none) ends the reconciliation.
     public var expectsReply: Bool {

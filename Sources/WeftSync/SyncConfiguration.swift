@@ -4,8 +4,9 @@ public struct SyncConfiguration: Sendable, Hashable {
     /// Bytes of messages kept for a peer whose channel is not writable. Past it the peer is
     /// *behind*: the core stops queueing its operations and later resends them from the store.
     public var maxQueuedBytesPerPeer = 4 << 20
-    /// Pending operations (causes missing) a peer may make this node hold; past it, the
-    /// peer's operations that are not next in their author's chain are dropped.
+    /// Pending operations (causes missing) a peer identity may make this node hold, over all
+    /// its connections; past it, the peer's operations that are not next in their author's
+    /// chain are dropped.
     public var maxPendingOperationsPerPeer = 10_000
     /// The same bound in wire bytes.
     public var maxPendingBytesPerPeer = 64 << 20
@@ -23,6 +24,21 @@ public struct SyncConfiguration: Sendable, Hashable {
     public var messageBodySoftLimit = 256 << 10
     /// Announced operations waiting to arrive, at most; more announcements are ignored.
     public var maxMissingOperations = 100_000
+    /// Of those, at most this many first announced by one peer identity (across its
+    /// connections), and at most this many in one log: one member cannot fill the table.
+    public var maxMissingOperationsPerPeer = 16_384
+    public var maxMissingOperationsPerLog = 16_384
+    /// Missing causes remembered to ask one peer for, per log and over all logs; past them
+    /// the log is asked for past this node's heads instead (which names no identifier).
+    public var maxCauseRequestsPerLog = 4_096
+    public var maxCauseRequestsPerPeer = 16_384
+    /// Reads from the store (a log past heads, or operations by identifier) one peer may have
+    /// under way at once; more of its requests wait, bounded, until the reads finish and it
+    /// takes what they sent.
+    public var maxStoreReadsPerPeer = 2
+    /// Operations a peer asked for by identifier that wait for its reads to finish, at most;
+    /// past it its requests by identifier are dropped (it asks again, or anti-entropy finds them).
+    public var maxDeferredIDsPerPeer = 65_536
     /// Identifiers of recently received operations kept to spot duplicates before the store.
     public var recentOperationCapacity = 32_768
     /// Identifiers kept per peer of operations it holds past its known heads.

@@ -28,17 +28,33 @@ extension SyncCore {
     /// writable and not behind, else once it is (then past its known heads at that time).
     mutating func sendFromStore(_ conversation: ConversationID, to peer: PeerID, beyond: VersionVector) {
         guard let state = peers[peer] else { return }
-        guard state.isWritable, !state.isBehind else {
+        guard state.isWritable, !state.isBehind, state.storeReads < configuration.maxStoreReadsPerPeer else {
             peers[peer]?.record(beyond, in: conversation)
             peers[peer]?.behind.insert(conversation)
             return
         }
         let inFlight = state.recentPushes.pushed(since: now >= graftTimeout ? now - graftTimeout : 0)
         output.append(.sendStored(peer, conversation, beyond: beyond, skipping: HeldOperations(state.confirmed, inFlight: inFlight)))
+        peers[peer]?.storeReads += 1
         statistics.logsSentFromStore += 1
         // Counted as held from now on: if the operations are lost, anti-entropy finds out.
         peers[peer]?.record(beyond, in: conversation)
         if let own = logs[conversation]?.heads { peers[peer]?.record(own, in: conversation) }
+    }
+
+    /// Sends the peer operations it asked for by identifier: now if it is writable and has a
+    /// read to spare, else once it has (at most `maxDeferredIDsPerPeer` wait; past that they
+    /// are dropped, and the peer asks again or anti-entropy finds them).
+    mutating func sendStoredOperations(_ ids: [OperationID], to peer: PeerID) {
+        guard let state = peers[peer], !ids.isEmpty else { return }
+        guard state.isWritable, state.deferredIDs.isEmpty, state.storeReads < configuration.maxStoreReadsPerPeer else {
+            let room = max(0, configuration.maxDeferredIDsPerPeer - state.deferredIDs.count)
+            peers[peer]?.deferredIDs += ids.prefix(room)
+            statistics.requestsDropped += max(0, ids.count - room)
+            return
+        }
+        output.append(.sendStoredOperations(peer, ids))
+        peers[peer]?.storeReads += 1
     }
 
     mutating func setWritable(_ peer: PeerID, _ isWritable: Bool) {
@@ -48,11 +64,41 @@ extension SyncCore {
         for message in state.queue { output.append(.send(peer, message)) }
         peers[peer]?.queue = []
         peers[peer]?.queuedBytes = 0
+        resumeReads(for: peer)
+    }
+
+    /// A read from the store for the peer finished: the next waiting one may start.
+    mutating func storeReadDone(_ peer: PeerID) {
+        guard let state = peers[peer] else { return }
+        peers[peer]?.storeReads = max(0, state.storeReads - 1)
+        if state.isWritable { resumeReads(for: peer) }
+    }
+
+    /// Starts the reads the peer's requests wait for, as many as it may have under way: the
+    /// logs it fell behind on, most recently active first, then operations by identifier.
+    private mutating func resumeReads(for peer: PeerID) {
+        guard let state = peers[peer], state.hasDeferredReads else { return }
         peers[peer]?.behind = []
         for conversation in catchUpOrder(state.behind) {
-            sendFromStore(conversation, to: peer, beyond: state.heads[conversation] ?? VersionVector())
+            sendFromStore(conversation, to: peer, beyond: peers[peer]?.heads[conversation] ?? VersionVector())
         }
+        guard let after = peers[peer], !after.deferredIDs.isEmpty, after.isWritable,
+            after.storeReads < configuration.maxStoreReadsPerPeer
+        else { return }
+        var rest = after.deferredIDs[...]
+        var reads = after.storeReads
+        while !rest.isEmpty, reads < configuration.maxStoreReadsPerPeer {
+            let chunk = Array(rest.prefix(Self.identifiersPerRead))
+            rest = rest.dropFirst(chunk.count)
+            output.append(.sendStoredOperations(peer, chunk))
+            reads += 1
+        }
+        peers[peer]?.storeReads = reads
+        peers[peer]?.deferredIDs = Array(rest)
     }
+
+    /// Operations read from the store for a peer by identifier in one read, at most.
+    static let identifiersPerRead = 4_096
 
     /// Conversations most recently active first (catch-up order, §14.10), then by identifier.
     func catchUpOrder(_ conversations: some Collection<ConversationID>) -> [ConversationID] {

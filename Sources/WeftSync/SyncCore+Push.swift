@@ -32,9 +32,11 @@ extension SyncCore {
         if released > 0 { releasePending(released) }
 
         let source = outcome.source.flatMap { peers[$0] != nil ? $0 : nil }
-        if let source {
-            peers[source]?.pendingOperations += outcome.pending
-            peers[source]?.pendingBytes += outcome.pendingByteCount
+        if let source, let user = peers[source]?.user {
+            if outcome.pending > 0 {
+                pendingByUser[user, default: PendingCount()].operations += outcome.pending
+                pendingByUser[user, default: PendingCount()].bytes += outcome.pendingByteCount
+            }
             statistics.duplicatesReceived += outcome.duplicates
         }
 
@@ -44,7 +46,7 @@ extension SyncCore {
             // says nothing about what exists.
             if source != nil { learn(signed.operation.author, signed.operation.sequence, in: signed.operation.conversation) }
             recent.insert(signed.id)
-            missing[signed.id] = nil
+            forgetMissing(signed.id)
             if let source { outgoing[source, default: OutgoingBatch()].acknowledgements.append(signed.operation) }
             let conversation = signed.operation.conversation
             // Unpublished logs stay here; a log published by this commit goes whole, below.
@@ -70,14 +72,18 @@ extension SyncCore {
         }
     }
 
-    /// Credits released pending operations back to every peer's count (the store does not say
-    /// whose they were), bytes in proportion.
-    private mutating func releasePending(_ released: Int) {
-        for peer in peerOrder {
-            guard let state = peers[peer], state.pendingOperations > 0 else { continue }
-            let remaining = max(0, state.pendingOperations - released)
-            peers[peer]?.pendingBytes = state.pendingBytes / state.pendingOperations * remaining
-            peers[peer]?.pendingOperations = remaining
+    /// Credits released pending operations back to every peer identity's count (the store
+    /// does not say whose they were), bytes in proportion. An identity whose count reaches
+    /// zero is forgotten.
+    mutating func releasePending(_ released: Int) {
+        for user in pendingByUser.keys.sorted() {
+            guard let count = pendingByUser[user] else { continue }
+            let remaining = max(0, count.operations - released)
+            if remaining == 0 {
+                pendingByUser[user] = nil
+            } else {
+                pendingByUser[user] = PendingCount(operations: remaining, bytes: count.bytes / count.operations * remaining)
+            }
         }
     }
 
@@ -91,12 +97,25 @@ extension SyncCore {
         for operations: [SignedOperation], missing: [ConversationID: [OperationID]], from peer: PeerID
     ) {
         let due = now + graftTimeout
-        for conversation in Set(operations.map(\.operation.conversation)) {
-            if peers[peer]?.causeRequests[conversation] == nil {
-                peers[peer]?.causeRequests[conversation] = PeerState.CauseRequest(
-                    due: due, heads: logs[conversation]?.heads ?? VersionVector())
+        for conversation in Set(operations.map(\.operation.conversation)).sorted() {
+            guard var state = peers[peer] else { return }
+            var request = state.causeRequests[conversation]
+                ?? PeerState.CauseRequest(due: due, heads: logs[conversation]?.heads ?? VersionVector())
+            // Bounded per log and per peer: past the bounds the log is asked for past this
+            // node's heads as well, which names no identifier (a peer naming thousands of
+            // made-up causes makes this node remember a few thousand at most).
+            for cause in missing[conversation] ?? [] where !request.causes.contains(cause) {
+                guard request.causes.count < configuration.maxCauseRequestsPerLog,
+                    state.causeRequestCount < configuration.maxCauseRequestsPerPeer
+                else {
+                    request.askPastHeads = true
+                    break
+                }
+                request.causes.insert(cause)
+                state.causeRequestCount += 1
             }
-            if let causes = missing[conversation] { peers[peer]?.causeRequests[conversation]?.causes.formUnion(causes) }
+            state.causeRequests[conversation] = request
+            peers[peer] = state
         }
     }
 
@@ -108,13 +127,17 @@ extension SyncCore {
         for peer in peerOrder {
             guard let requests = peers[peer]?.causeRequests, !requests.isEmpty else { continue }
             var entries: [SyncMessage.Want.Entry] = []
-            for conversation in catchUpOrder(requests.keys) where requests[conversation]!.due <= now {
-                let request = requests[conversation]!
+            for conversation in catchUpOrder(requests.keys) {
+                guard let request = requests[conversation], request.due <= now else { continue }
                 peers[peer]?.causeRequests[conversation] = nil
+                peers[peer]?.causeRequestCount -= request.causes.count
                 guard let log = logs[conversation] else { continue }
                 if !request.causes.isEmpty {
                     let stillMissing = request.causes.filter { !recent.contains($0) }.sorted()
-                    if !stillMissing.isEmpty { entries.append(SyncMessage.Want.Entry(conversation: conversation, beyond: nil, ids: stillMissing)) }
+                    let beyond = request.askPastHeads ? log.heads : nil
+                    if !stillMissing.isEmpty || beyond != nil {
+                        entries.append(SyncMessage.Want.Entry(conversation: conversation, beyond: beyond, ids: stillMissing))
+                    }
                     continue
                 }
                 let contiguous = log.heads.entries.values.reduce(0, +)
@@ -131,8 +154,9 @@ extension SyncCore {
     mutating func receiveOperations(_ message: SyncMessage.Operations, from peer: PeerID) {
         guard let state = peers[peer] else { return }
         statistics.operationsReceived += message.operations.count
-        let overBound = state.pendingOperations >= configuration.maxPendingOperationsPerPeer
-            || state.pendingBytes >= configuration.maxPendingBytesPerPeer
+        let pending = pendingByUser[state.user] ?? PendingCount()
+        let overBound = pending.operations >= configuration.maxPendingOperationsPerPeer
+            || pending.bytes >= configuration.maxPendingBytesPerPeer
         var fresh: [SignedOperation] = []
         var duplicates = 0
         var dropped = 0
@@ -159,7 +183,7 @@ extension SyncCore {
             }
             recent.insert(signed.id)
             if message.isPush, let entry = missing[signed.id] { observeLateness(since: entry.announcedAt) }
-            missing[signed.id] = nil
+            forgetMissing(signed.id)
             fresh.append(signed)
         }
         statistics.duplicatesReceived += duplicates
@@ -173,7 +197,7 @@ extension SyncCore {
         if dropped > 0 {
             statistics.operationsDropped += dropped
             output.append(.dropped(peer, count: dropped, reason:
-                "the peer's operations already hold \(state.pendingOperations) operations (\(state.pendingBytes) bytes) pending here, "
+                "the peer's operations already hold \(pending.operations) operations (\(pending.bytes) bytes) pending here, "
                 + "the bound is \(configuration.maxPendingOperationsPerPeer) (\(configuration.maxPendingBytesPerPeer) bytes): "
                 + "operations not next in their author's chain are refused"))
         }
@@ -195,12 +219,19 @@ extension SyncCore {
             learn(announcement.author, announcement.sequence, in: announcement.conversation)
             let ownHead = logs[announcement.conversation]?.heads[announcement.author] ?? 0
             guard announcement.sequence > ownHead, !recent.contains(announcement.id) else { continue }
-            if missing[announcement.id] != nil {
-                missing[announcement.id]?.announcers.append(peer)
-            } else if missing.count < configuration.maxMissingOperations {
+            if let entry = missing[announcement.id] {
+                // A few announcers are enough to ask in turn; a peer repeating itself adds none.
+                if entry.announcers.count < 8, !entry.announcers.contains(peer) { missing[announcement.id]?.announcers.append(peer) }
+            } else if let user = peers[peer]?.user,
+                missing.count < configuration.maxMissingOperations,
+                missingByUser[user, default: 0] < configuration.maxMissingOperationsPerPeer,
+                missingByLog[announcement.conversation, default: 0] < configuration.maxMissingOperationsPerLog
+            {
                 missing[announcement.id] = MissingOperation(
                     conversation: announcement.conversation, author: announcement.author, sequence: announcement.sequence,
-                    announcers: [peer], deadline: now + graftTimeout, announcedAt: now)
+                    announcers: [peer], firstAnnouncer: user, deadline: now + graftTimeout, announcedAt: now)
+                missingByUser[user, default: 0] += 1
+                missingByLog[announcement.conversation, default: 0] += 1
             }
         }
     }
@@ -245,7 +276,7 @@ extension SyncCore {
             let held = logs[entry.conversation]?.heads[entry.author] ?? 0 >= entry.sequence || recent.contains(id)
             let announcers = entry.announcers.filter { peers[$0] != nil }
             guard !held, entry.requests < 3, !announcers.isEmpty else {
-                missing[id] = nil
+                forgetMissing(id)
                 continue
             }
             let announcer = announcers[entry.requests % announcers.count]
@@ -256,21 +287,29 @@ extension SyncCore {
             grafted[id] = entry.announcedAt
             missing[id] = entry
         }
-        for peer in requests.keys.sorted() {
-            let byConversation = requests[peer]!
+        for (peer, byConversation) in requests.sorted(by: { $0.key < $1.key }) {
             peers[peer]?.isEager = true
             statistics.grafts += byConversation.values.reduce(0) { $0 + $1.count }
-            let entries = byConversation.keys.sorted().map {
-                SyncMessage.Want.Entry(conversation: $0, beyond: nil, ids: byConversation[$0]!.sorted())
+            let entries = byConversation.sorted(by: { $0.key < $1.key }).map {
+                SyncMessage.Want.Entry(conversation: $0.key, beyond: nil, ids: $0.value.sorted())
             }
             sendWants(entries, isGraft: true, to: peer)
         }
     }
 
-    /// Sends WANT entries in messages that fit.
+    /// Forgets an announced operation: it arrived, or is no longer asked for.
+    mutating func forgetMissing(_ id: OperationID) {
+        guard let entry = missing.removeValue(forKey: id) else { return }
+        missingByUser[entry.firstAnnouncer, default: 1] -= 1
+        if missingByUser[entry.firstAnnouncer] == 0 { missingByUser[entry.firstAnnouncer] = nil }
+        missingByLog[entry.conversation, default: 1] -= 1
+        if missingByLog[entry.conversation] == 0 { missingByLog[entry.conversation] = nil }
+    }
+
+    /// Sends WANT entries in messages that fit, however many identifiers an entry holds.
     mutating func sendWants(_ entries: [SyncMessage.Want.Entry], isGraft: Bool, to peer: PeerID) {
-        for chunk in split(entries, byteCount: SyncMessage.byteCount(of:)) {
-            send(.want(SyncMessage.Want(isGraft: isGraft, entries: chunk)), to: peer)
+        for want in SyncMessage.Want.messages(entries, isGraft: isGraft, softLimit: configuration.messageBodySoftLimit) {
+            send(.want(want), to: peer)
         }
     }
 }

@@ -34,13 +34,20 @@ extension SyncCore {
             return
         }
         peers[peer]?.reconciliation.roundsLeft -= 1
-        let (reply, differing) = Reconciler(set: reconciliationSet).respond(to: have)
+        let reply: HaveMessage?
+        let differing: [ConversationID]
+        do {
+            (reply, differing) = try Reconciler(set: reconciliationSet).respond(to: have)
+        } catch {
+            output.append(.close(peer, reason: "cannot answer its HAVE: \(error)"))
+            return
+        }
         peers[peer]?.reconciliation.found.formUnion(differing)
         if let reply { send(.have(reply), to: peer) }
         // Over when this HAVE needs no answer, or the answer needs none: both sides then know
         // the same differing logs. Out of rounds, or with many found, ask for them now.
         let isOver = !(reply?.expectsReply ?? false)
-        let progress = peers[peer]!.reconciliation
+        guard let progress = peers[peer]?.reconciliation else { return }
         if isOver || progress.roundsLeft == 0 || progress.found.count >= configuration.maxDifferingPerRequest {
             requestFound(from: peer)
         }

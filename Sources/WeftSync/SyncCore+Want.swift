@@ -30,6 +30,6 @@ extension SyncCore {
         for conversation in catchUpOrder(answered.keys) {
             sendFromStore(conversation, to: peer, beyond: answered[conversation]!)
         }
-        if !ids.isEmpty { output.append(.sendStoredOperations(peer, ids)) }
+        for chunk in ids.chunked(Self.identifiersPerRead) { sendStoredOperations(chunk, to: peer) }
     }
 }

@@ -24,6 +24,13 @@ public struct SyncCore: Sendable {
     var recent: RecentIDs
     /// Operations announced by IHAVE and not received yet.
     var missing: [OperationID: MissingOperation] = [:]
+    /// Entries of `missing` by the identity that first announced them, and by log: what the
+    /// per-peer and per-log bounds count.
+    var missingByUser: [UserID: Int] = [:]
+    var missingByLog: [ConversationID: Int] = [:]
+    /// Operations each peer identity sent that the store holds pending, over all its
+    /// connections (a peer that reconnects does not start afresh).
+    var pendingByUser: [UserID: PendingCount] = [:]
     /// How late eager pushes arrive after the first announcement of the same operation: a
     /// maximum that decays by a sixty-fourth at each new observation below it (§14.8).
     var pushLateness: UInt64 = 0
@@ -66,6 +73,10 @@ public struct SyncCore: Sendable {
             stored(outcome)
         case .writable(let peer, let isWritable):
             setWritable(peer, isWritable)
+        case .storeReadDone(let peer):
+            storeReadDone(peer)
+        case .pendingDropped(let count):
+            releasePending(count)
         case .tick(let nowMilliseconds):
             tick(nowMilliseconds)
         }
@@ -112,7 +123,7 @@ public struct SyncCore: Sendable {
         guard let state = peers[peer] else { return nil }
         return PeerKnowledge(
             user: state.user, isEager: state.isEager, isWritable: state.isWritable, isBehind: state.isBehind,
-            queuedBytes: state.queuedBytes, pendingOperations: state.pendingOperations, heads: state.heads)
+            queuedBytes: state.queuedBytes, pendingOperations: pendingByUser[state.user]?.operations ?? 0, heads: state.heads)
     }
 
     /// The connected peers, in order.
@@ -134,7 +145,7 @@ public struct PeerKnowledge: Sendable, Hashable {
     /// Whether operations wait to be resent to it from the store (its queue overflowed).
     public var isBehind: Bool
     public var queuedBytes: Int
-    /// Operations taken from it that the store holds pending.
+    /// Operations taken from its identity (over all its connections) that the store holds pending.
     public var pendingOperations: Int
     /// Per conversation, the operations it is known to hold (per author, up to a sequence).
     public var heads: [ConversationID: VersionVector]
@@ -165,6 +176,8 @@ public struct SyncStatistics: Sendable, Hashable {
     public var operationsDropped = 0
     /// Messages not queued for a peer past its queue bound.
     public var messagesNotQueued = 0
+    /// Operations a peer asked for by identifier, not read: too many of its requests waited.
+    public var requestsDropped = 0
     /// Reconciliations started (HAVE sent on connect or anti-entropy).
     public var reconciliations = 0
     /// HAVE messages not answered: the peer was past its rounds for the interval.
@@ -185,10 +198,18 @@ struct MissingOperation: Sendable {
     var sequence: UInt64
     /// Peers that announced it, in order; the first still connected is asked.
     var announcers: [PeerID]
+    /// The identity of the first announcer: whose bound the entry counts against.
+    var firstAnnouncer: UserID
     var deadline: UInt64
     var requests = 0
     /// When the first announcement arrived.
     var announcedAt: UInt64
+}
+
+/// Operations a peer identity sent that the store holds pending, and their wire bytes.
+struct PendingCount: Sendable, Hashable {
+    var operations = 0
+    var bytes = 0
 }
 
 /// What one event sends a peer besides its own messages.

@@ -16,6 +16,12 @@ public enum SyncEvent: Sendable {
     case stored(StoreOutcome)
     /// The peer's channel can (true) or cannot (false) take more bytes without buffering.
     case writable(PeerID, Bool)
+    /// The driver finished one read from the store that `.sendStored` or
+    /// `.sendStoredOperations` asked for, and queued what it read for the peer.
+    case storeReadDone(PeerID)
+    /// Pending operations the store deleted (expired, or past its bound per log) without
+    /// storing them: they no longer count against the peers that sent them.
+    case pendingDropped(Int)
     /// The periodic timer, with a monotonic time: drives announcement timeouts (GRAFT) and
     /// anti-entropy rounds. Every few hundred milliseconds is enough.
     case tick(nowMilliseconds: UInt64)
@@ -32,8 +38,12 @@ public enum SyncAction: Sendable, Equatable {
     /// and send them as OPERATIONS (not pushed) in messages that fit a DATA frame, less those
     /// in `skipping` (the peer said it holds them).
     case sendStored(PeerID, ConversationID, beyond: VersionVector, skipping: HeldOperations)
-    /// Read these operations from the store (those held) and send them as OPERATIONS. Issued
-    /// whatever the peer's writability: a few operations a peer asked for by identifier.
+    /// Read these operations from the store (those held) and send them as OPERATIONS.
+    ///
+    /// Each `.sendStored` and `.sendStoredOperations` is one read; the driver reports its end
+    /// with `.storeReadDone`. The core has at most `maxStoreReadsPerPeer` of them under way
+    /// per peer, and none while the peer is not writable: what the peer asks for meanwhile
+    /// waits, bounded, in the core.
     case sendStoredOperations(PeerID, [OperationID])
     /// The peer acknowledged storing the operations in these slots (STORED), operations this
     /// node sent it: a message of the local user among them is now *sent*. The store maps the

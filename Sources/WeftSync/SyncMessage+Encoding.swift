@@ -22,13 +22,15 @@ extension SyncMessage {
 
     /// The DATA payload: type byte and body (§14.1).
     ///
-    /// The caller keeps each list under `maxListCount` items and the body under
-    /// `SyncEnvelope.maxBodyByteCount` (the core splits its messages to fit); breaking that is
-    /// a bug, not bad input, and traps.
-    public func encode() -> [UInt8] { payload.readableBytesArray }
+    /// - Throws: `SyncMessageError.listTooLong` for a list over `maxListCount` items, and
+    ///   `.tooLarge` for a body over `SyncEnvelope.maxBodyByteCount` bytes. The core splits
+    ///   its messages to fit, but what it is asked to send grows with what peers send it, so
+    ///   a message that does not fit is refused here, before a byte is written, not trapped on.
+    public func encode() throws(SyncMessageError) -> [UInt8] { try payload().readableBytesArray }
 
-    /// The DATA payload as a buffer.
-    public var payload: ByteBuffer {
+    /// The DATA payload as a buffer (see `encode()`).
+    public func payload() throws(SyncMessageError) -> ByteBuffer {
+        try checkFits()
         var buffer = ByteBufferAllocator().buffer(capacity: encodedByteCount)
         buffer.writeInteger(type.rawValue)
         switch self {
@@ -88,8 +90,29 @@ extension SyncMessage {
         case .prune:
             break
         }
-        precondition(buffer.readableBytes - 1 <= SyncEnvelope.maxBodyByteCount, "a \(type) body over the DATA payload limit")
         return buffer
+    }
+
+    /// Checks every list count and the body's length against the limits of §14.1 and §14.3–§14.8.
+    func checkFits() throws(SyncMessageError) {
+        func check(_ count: Int) throws(SyncMessageError) {
+            guard count <= Self.maxListCount else { throw .listTooLong(type, count) }
+        }
+        switch self {
+        case .have, .prune: break  // HaveMessage checks its own counts when made
+        case .summary(let summary): try check(summary.entries.count)
+        case .want(let want):
+            try check(want.entries.count)
+            for entry in want.entries {
+                try check(entry.beyond?.entries.count ?? 0)
+                try check(entry.ids.count)
+            }
+        case .operations(let operations): try check(operations.operations.count)
+        case .stored(let ranges): try check(ranges.count)
+        case .ihave(let announcements): try check(announcements.count)
+        }
+        let bodyByteCount = encodedByteCount - 1
+        guard bodyByteCount <= SyncEnvelope.maxBodyByteCount else { throw .tooLarge(bodyByteCount) }
     }
 
     /// The payload's length, computed without encoding: what flow control counts.
@@ -233,9 +256,10 @@ extension SyncMessage {
 // MARK: - Primitives
 
 extension ByteBuffer {
+    /// Writes a list's u16 count. `SyncMessage.checkFits()` ran first: a larger count cannot
+    /// reach here, and would be written clamped (and refused by the reader) rather than trap.
     fileprivate mutating func writeListCount(_ count: Int) {
-        guard let count = UInt16(exactly: count) else { preconditionFailure("a list of \(count) items in a sync message") }
-        writeInteger(count)
+        writeInteger(UInt16(clamping: count))
     }
 }
 

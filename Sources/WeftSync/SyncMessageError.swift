@@ -13,6 +13,7 @@ public struct SyncMessageError: Error, Hashable, Sendable, CustomStringConvertib
         case invalidBody(SyncMessageType, String)
         case invalidOperation(index: Int, String)
         case invalidCompression(String)
+        case listTooLong(SyncMessageType, Int)
     }
 
     private let kind: Kind
@@ -33,6 +34,10 @@ public struct SyncMessageError: Error, Hashable, Sendable, CustomStringConvertib
     /// An OPERATIONS body whose operation at `index` is not a well-formed §12.1 wire form.
     public static func invalidOperation(index: Int, _ reason: String) -> Self { Self(.invalidOperation(index: index, reason)) }
 
+    /// A message to send with a list of `count` items, over the u16 count a body holds
+    /// (`SyncMessage.maxListCount`): the sender must split it.
+    public static func listTooLong(_ type: SyncMessageType, _ count: Int) -> Self { Self(.listTooLong(type, count)) }
+
     /// A COMPRESSED body the connection's zstd stream cannot decode to one whole message
     /// within the limits of §14.11.
     public static func invalidCompression(_ reason: String) -> Self { Self(.invalidCompression(reason)) }
@@ -48,13 +53,15 @@ public struct SyncMessageError: Error, Hashable, Sendable, CustomStringConvertib
         case .invalidBody: "invalidBody"
         case .invalidOperation: "invalidOperation"
         case .invalidCompression: "invalidCompression"
+        case .listTooLong: "listTooLong"
         }
     }
 
     /// The code of the ERROR frame that answers this input from a peer.
     public var code: ErrorCode {
         switch kind {
-        case .empty, .tooLarge, .truncated, .trailingBytes, .invalidBody, .invalidOperation, .invalidCompression: .malformedSyncMessage
+        case .empty, .tooLarge, .truncated, .trailingBytes, .invalidBody, .invalidOperation, .invalidCompression, .listTooLong:
+            .malformedSyncMessage
         case .unknownType: .unknownSyncMessageType
         }
     }
@@ -71,6 +78,7 @@ public struct SyncMessageError: Error, Hashable, Sendable, CustomStringConvertib
         case .invalidBody(let type, let reason): "malformed \(type) message: \(reason)"
         case .invalidOperation(let index, let reason): "malformed OPERATIONS message: operation \(index): \(reason)"
         case .invalidCompression(let reason): "malformed COMPRESSED message: \(reason)"
+        case .listTooLong(let type, let count): "a \(type) message cannot hold a list of \(count) items (at most \(SyncMessage.maxListCount))"
         }
     }
 }

@@ -65,7 +65,7 @@ struct LinkTests {
             lesser.node.peers.count == 1 && lesser.node.peers.first?.direction == .outbound
         }
         let end = try await lesser.events.first { event -> NodeInfo? in
-            if case .connectionEnded(let peer?, _, _) = event { peer } else { nil }
+            if case .connectionEnded(let peer?, _, _, _) = event { peer } else { nil }
         }
         #expect(end.identity == greater.identity)
         #expect(lesser.node.isConnected(greater.identity), "the peer is still connected")

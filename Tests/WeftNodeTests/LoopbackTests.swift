@@ -135,7 +135,7 @@ struct LoopbackTests {
         #expect(end?.kind == .peerReportedError)
         #expect(end?.detail.contains("frame too large") == true)
         let aliceSide = try await aliceEvents.first { event -> ConnectionEnd? in
-            if case .connectionEnded(let peer?, _, let end) = event, peer.displayName == "raw" { end } else { nil }
+            if case .connectionEnded(let peer?, _, let end, _) = event, peer.displayName == "raw" { end } else { nil }
         }
         #expect(aliceSide.kind == .protocolViolation)
         try await expectStillTalking(alice, bob, bobEvents)
@@ -171,7 +171,7 @@ struct LoopbackTests {
             }
         }
         let aliceSide = try await aliceEvents.first { event -> ConnectionEnd? in
-            if case .connectionEnded(let peer?, _, let end) = event, peer.displayName == "raw" { end } else { nil }
+            if case .connectionEnded(let peer?, _, let end, _) = event, peer.displayName == "raw" { end } else { nil }
         }
         #expect(aliceSide.kind == .connectionLost)
         #expect(aliceEvents.count(Match.data) == 0)

@@ -101,13 +101,13 @@ enum Match {
         if case .listening(let address) = event { address } else { nil }
     }
     static func authenticated(_ event: NodeEvent) -> NodeInfo? {
-        if case .peerAuthenticated(let info, _, _) = event { info } else { nil }
+        if case .peerAuthenticated(let info, _, _, _) = event { info } else { nil }
     }
     static func ended(_ event: NodeEvent) -> ConnectionEnd? {
-        if case .connectionEnded(_, _, let end) = event { end } else { nil }
+        if case .connectionEnded(_, _, let end, _) = event { end } else { nil }
     }
     static func endedBeforeAuthentication(_ event: NodeEvent) -> ConnectionEnd? {
-        if case .connectionEnded(nil, _, let end) = event { end } else { nil }
+        if case .connectionEnded(nil, _, let end, _) = event { end } else { nil }
     }
     static func dataBytes(_ event: NodeEvent) -> ByteBuffer? {
         if case .data(_, let bytes) = event { bytes } else { nil }

@@ -11,7 +11,7 @@ struct ReconciliationMessageTests {
         let sides = [Reconciler(set: pair.initiator), Reconciler(set: pair.responder)]
         var messages = [sides[0].initiate()]
         var receiver = 1
-        while let reply = sides[receiver].respond(to: messages.last!).reply {
+        while let reply = try sides[receiver].respond(to: messages.last!).reply {
             messages.append(reply)
             receiver = 1 - receiver
         }
@@ -79,7 +79,7 @@ struct ReconciliationMessageTests {
                 mode: .fingerprint(RangeFingerprint(bytes: random.bytes(RangeFingerprint.byteCount))!))
         }
         ranges.append(ReconciliationRange(upperBound: .end, mode: .fingerprint(RangeFingerprint(bytes: random.bytes(RangeFingerprint.byteCount))!)))
-        let reply = try #require(Reconciler(set: set).respond(to: try HaveMessage(ranges: ranges)).reply)
+        let reply = try #require(try Reconciler(set: set).respond(to: try HaveMessage(ranges: ranges)).reply)
         #expect(reply.ranges.count <= HaveMessage.maxRangeCount)
         #expect(reply.ranges.count > HaveMessage.maxRangeCount - Reconciler.splitCount - 2)
         #expect(reply.ranges.last?.upperBound == .end)
@@ -87,7 +87,7 @@ struct ReconciliationMessageTests {
         #expect(reply.bodyBytes.count <= SyncEnvelope.maxBodyByteCount)
 
         // An empty id-list over everything: the responder lists what fits and fingerprints the rest.
-        let (listed, differing) = Reconciler(set: set).respond(to: try HaveMessage(ranges: [ReconciliationRange(upperBound: .end, mode: .idList([]))]))
+        let (listed, differing) = try Reconciler(set: set).respond(to: try HaveMessage(ranges: [ReconciliationRange(upperBound: .end, mode: .idList([]))]))
         #expect(differing.count == HaveMessage.maxEntryCount)
         #expect(listed?.ranges.count == 2)
         #expect(listed?.expectsReply == true)

@@ -51,7 +51,7 @@ func reconcile(_ initiator: ReconciliationSet, _ responder: ReconciliationSet, m
         run.ranges += sent.ranges.count
         let received = try HaveMessage(body: bytes)
         let receiver = 1 - sender
-        let (reply, differing) = sides[receiver].respond(to: received)
+        let (reply, differing) = try sides[receiver].respond(to: received)
         if receiver == 0 { run.initiatorDiffering.formUnion(differing) } else { run.responderDiffering.formUnion(differing) }
         message = reply
         sender = receiver

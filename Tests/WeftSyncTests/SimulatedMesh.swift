@@ -1,3 +1,4 @@
+import Testing
 import WeftCrypto
 import WeftModel
 @testable import WeftSync
@@ -173,8 +174,10 @@ struct SimulatedMesh {
                 case .sendStored(let peer, let conversation, let beyond, let skipping):
                     let operations = nodes[index].store.operations(in: conversation, beyond: beyond)
                     sendAnswer(operations.filter { !skipping.contains($0.id) }, from: index, peer: peer)
+                    events.append(.storeReadDone(peer))
                 case .sendStoredOperations(let peer, let ids):
                     sendAnswer(nodes[index].store.operations(ids: ids), from: index, peer: peer)
+                    events.append(.storeReadDone(peer))
                 case .acknowledged, .dropped:
                     break
                 case .close(let peer, let reason):
@@ -192,7 +195,10 @@ struct SimulatedMesh {
 
     private mutating func transmit(_ message: SyncMessage, from index: Int, peer: PeerID) {
         guard let remote = nodes[index].connections[peer] else { return }
-        let payload = message.encode()
+        guard let payload = try? message.encode() else {
+            Issue.record("node \(index) asked to send a \(message.type) message that does not fit")
+            return
+        }
         messagesSent += 1
         bytesSent += payload.count
         guard !rng.chance(lossRate) else { return }

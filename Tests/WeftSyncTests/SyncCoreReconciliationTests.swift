@@ -35,7 +35,7 @@ private struct CorePair {
     mutating func run() {
         while !inFlight.isEmpty {
             let (node, message) = inFlight.removeFirst()
-            let decoded = try! SyncMessage(payload: message.encode())
+            let decoded = try! SyncMessage(payload: try! message.encode())
             handle(node, .received(Self.peer[node], decoded))
         }
     }
@@ -47,9 +47,12 @@ private struct CorePair {
                 switch action {
                 case .send(_, let message): transmit(message, to: 1 - node)
                 case .apply(let operations, let source): events.append(.stored(stores[node].receive(operations, from: source)))
-                case .sendStored(_, let conversation, let beyond, let skipping):
+                case .sendStored(let peer, let conversation, let beyond, let skipping):
                     answer(stores[node].operations(in: conversation, beyond: beyond).filter { !skipping.contains($0.id) }, to: 1 - node)
-                case .sendStoredOperations(_, let ids): answer(stores[node].operations(ids: ids), to: 1 - node)
+                    events.append(.storeReadDone(peer))
+                case .sendStoredOperations(let peer, let ids):
+                    answer(stores[node].operations(ids: ids), to: 1 - node)
+                    events.append(.storeReadDone(peer))
                 case .acknowledged, .dropped: break
                 case .close(_, let reason): Issue.record("node \(node) closes: \(reason)")
                 }

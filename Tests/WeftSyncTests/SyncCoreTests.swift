@@ -48,8 +48,20 @@ struct CoreHarness {
             pendingByteCount: new.reduce(0) { $0 + SyncMessage.byteCount(of: $1) } * pending / Swift.max(1, new.count), source: source)))
     }
 
+    /// The peer's message, and its actions. Reads from the store it asks for are done at
+    /// once, as far as the core can tell (`.storeReadDone` follows each, as from the driver).
     mutating func receive(_ message: SyncMessage, from peer: PeerID) -> [SyncAction] {
-        core.handle(.received(peer, message))
+        var actions = core.handle(.received(peer, message))
+        var index = 0
+        while index < actions.count {
+            switch actions[index] {
+            case .sendStored(let reader, _, _, _), .sendStoredOperations(let reader, _):
+                actions += core.handle(.storeReadDone(reader))
+            default: break
+            }
+            index += 1
+        }
+        return actions
     }
 
     /// The slots of `ops`' sequences (all of user 0, in the harness's conversation), as STORED

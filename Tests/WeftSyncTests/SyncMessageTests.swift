@@ -121,7 +121,7 @@ struct SyncMessageVectorTests {
         let message = try vector.message()
         #expect(message.type.description == vector.type)
         #expect(message.type.rawValue == vector.typeByte)
-        #expect(message.encode() == bytes(vector.hex))
+        #expect(try message.encode() == bytes(vector.hex))
         #expect(message.encodedByteCount == bytes(vector.hex).count)
     }
 
@@ -156,7 +156,7 @@ struct SyncMessageVectorTests {
             let payload = [SyncMessageType.have.rawValue] + bytes(vector.bodyHex)
             let message = SyncMessage.have(try HaveMessage(body: bytes(vector.bodyHex)))
             #expect(try SyncMessage(payload: payload) == message, "\(vector.description)")
-            #expect(message.encode() == payload)
+            #expect(try message.encode() == payload)
             #expect(message.encodedByteCount == payload.count)
         }
         for vector in vectors.invalid {
@@ -203,7 +203,7 @@ struct SyncMessageRoundTripTests {
             .prune,
         ]
         for message in messages {
-            let payload = message.encode()
+            let payload = try message.encode()
             #expect(payload.count == message.encodedByteCount)
             #expect(try SyncMessage(payload: payload) == message)
         }
@@ -227,13 +227,13 @@ struct SyncMessageRoundTripTests {
         #expect(SlotRange.covering([WeftModel.Operation]()) == [])
         let message = SyncMessage.stored(expected)
         #expect(message.encodedByteCount == 1 + 2 + 4 * 64)
-        #expect(try SyncMessage(payload: message.encode()) == message)
+        #expect(try SyncMessage(payload: try message.encode()) == message)
     }
 
     @Test("an operation whose body was tampered with is refused as that operation, by index")
     func tamperedOperation() throws {
         let ops = try SyncFixtures.conversation(messages: 1)
-        var payload = SyncMessage.operations(SyncMessage.Operations(isPush: false, operations: ops)).encode()
+        var payload = try SyncMessage.operations(SyncMessage.Operations(isPush: false, operations: ops)).encode()
         // The second operation's version byte: type, flags, count, first wire form, its length.
         payload[1 + 1 + 2 + SyncMessage.byteCount(of: ops[0]) + 4] = 9
         do {

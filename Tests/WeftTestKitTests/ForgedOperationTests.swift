@@ -145,8 +145,8 @@ private final class AttackingPeer: Sendable {
         events = Task {
             for await event in node.events {
                 switch event {
-                case .peerAuthenticated(let info, _, _): authenticated.peers.withLock { _ = $0.insert(info.identity) }
-                case .connectionEnded(let info?, _, let end): authenticated.ends.withLock { $0[info.identity] = end }
+                case .peerAuthenticated(let info, _, _, _): authenticated.peers.withLock { _ = $0.insert(info.identity) }
+                case .connectionEnded(let info?, _, let end, _): authenticated.ends.withLock { $0[info.identity] = end }
                 default: break
                 }
             }
@@ -180,7 +180,7 @@ private final class AttackingPeer: Sendable {
     }
 
     func send(_ message: SyncMessage, to peer: PublicIdentity) async throws {
-        try await node.send(message.payload, to: peer)
+        try await node.send(message.payload(), to: peer)
     }
 
     /// Sends a DATA payload of its choosing, sync message or not.

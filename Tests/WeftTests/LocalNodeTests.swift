@@ -49,9 +49,11 @@ struct LocalNodeTests {
         try await InProcessNodeTests.eventually("alice to see bob", within: 20) { alice.daemon.node.isConnected(bobUser) }
         let bobInfo = try #require(alice.daemon.node.peers.first { $0.info.identity == bobUser }?.info)
 
-        // The end of an earlier connection with bob, handed over only now (the order two
-        // connections' events may take): bob's current connection must keep replicating.
-        await alice.daemon.node.report(.connectionEnded(peer: bobInfo, address: nil, ConnectionEnd(.connectionLost, "an earlier connection")))
+        // The end of an earlier connection with bob (not the one bob is on now), handed over
+        // only now (the order two connections' events may take): bob's current connection
+        // must keep replicating.
+        await alice.daemon.node.report(
+            .connectionEnded(peer: bobInfo, address: nil, ConnectionEnd(.connectionLost, "an earlier connection"), connection: nil))
         let conversation = try await alice.client.createConversation(with: [bobUser])
         let sent = try await alice.client.send([MessagePart(mimeType: "text/plain", data: Array("still there".utf8))], in: conversation.id)
         try await InProcessNodeTests.eventually("bob has the message", within: 20) { try await bob.client.message(sent.id) != nil }

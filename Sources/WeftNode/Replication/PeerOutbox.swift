@@ -2,9 +2,10 @@ import NIOCore
 import Synchronization
 import WeftCrypto
 
-/// What the node has yet to write to one peer: messages in order, with their byte count,
-/// written by the peer's writer task one at a time (`MeshNode.send` returns once the socket
-/// took the frame). The count tells the sync core when the peer stops keeping up.
+/// What the node has yet to write on one connection: messages in order, with their byte
+/// count, written by the connection's writer task one at a time (`MeshNode.send(_:on:)`
+/// returns once the socket took the frame). The count tells the sync core when the peer stops
+/// keeping up. Closed, with what it held dropped, when the connection ends.
 final class PeerOutbox: Sendable {
     private struct State: ~Copyable {
         /// Short: about `highWatermark` bytes of messages of up to 1 MiB (so removing the first
@@ -19,13 +20,13 @@ final class PeerOutbox: Sendable {
         var reportedWritable = true
     }
 
-    let peer: PublicIdentity
+    let connection: PeerConnection
     let highWatermark: Int
     let lowWatermark: Int
     private let state = Mutex(State())
 
-    init(peer: PublicIdentity, highWatermark: Int, lowWatermark: Int) {
-        self.peer = peer
+    init(connection: PeerConnection, highWatermark: Int, lowWatermark: Int) {
+        self.connection = connection
         self.highWatermark = highWatermark
         self.lowWatermark = lowWatermark
     }

@@ -12,6 +12,9 @@ public struct ReplicationConfiguration: Sendable {
     /// Received operations waiting to be stored, at most: past it the node stops reading its
     /// peers until the store catches up (TCP then slows them down).
     public var maxUnstoredOperations = 32_768
+    /// Events waiting for the sync core's driver, at most: past it, whatever feeds the core
+    /// (the connections' reader, the storer, the writers, the timers) waits for room.
+    public var maxQueuedEvents = 64
     /// How often the sync core's timers run (lazy-push timeouts, anti-entropy).
     public var tickInterval: Duration = .milliseconds(100)
     /// Bytes written to a peer's connection but not yet taken by it, past which the core is

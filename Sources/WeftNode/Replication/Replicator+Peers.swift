@@ -3,14 +3,18 @@ import WeftCrypto
 import WeftModel
 import WeftSync
 
-/// The connected peers as the replicator numbers them.
+/// The connected peers as the replicator numbers them: one number per connection, so that
+/// nothing of an old connection (its writer, its streams, its reads) reaches a new one.
 struct Links: ~Copyable {
     var nextPeer: PeerID = 1
-    /// Each connected peer's number (one connection per peer, `MeshNode`'s rule).
-    var peers: [PublicIdentity: PeerID] = [:]
-    var users: [PeerID: PublicIdentity] = [:]
+    /// Each authenticated connection's number.
+    var peers: [PeerConnection: PeerID] = [:]
+    /// Each identity's current connection (one per peer, `MeshNode`'s rule).
+    var current: [PublicIdentity: PeerConnection] = [:]
+    var connections: [PeerID: PeerConnection] = [:]
     var outboxes: [PeerID: PeerOutbox] = [:]
-    /// Each peer's reads from the store, done in order by its reader task.
+    /// Each peer's reads from the store, done in order by its reader task. The core has at
+    /// most `maxStoreReadsPerPeer` under way per peer, so the buffer never fills.
     var jobs: [PeerID: AsyncStream<StoreReadJob>.Continuation] = [:]
     var spawn: AsyncStream<@Sendable () async -> Void>.Continuation?
 }
@@ -23,19 +27,21 @@ enum StoreReadJob: Sendable {
 }
 
 extension Replicator {
-    /// Numbers a newly authenticated peer and starts its writer and reader. Returns the number
-    /// of the connection it replaces, if the peer was connected already.
-    func connect(_ identity: PublicIdentity) -> (PeerID, replaced: PeerID?) {
+    /// Numbers a newly authenticated connection and starts its writer and reader. Returns the
+    /// number of the connection of the same peer it replaces, if any.
+    func connect(_ connection: PeerConnection) -> (PeerID, replaced: PeerID?) {
         let outbox = PeerOutbox(
-            peer: identity, highWatermark: configuration.highWatermark, lowWatermark: configuration.lowWatermark)
-        let (jobs, jobContinuation) = AsyncStream<StoreReadJob>.makeStream()
+            connection: connection, highWatermark: configuration.highWatermark, lowWatermark: configuration.lowWatermark)
+        let (jobs, jobContinuation) = AsyncStream<StoreReadJob>.makeStream(
+            bufferingPolicy: .bufferingOldest(configuration.sync.maxStoreReadsPerPeer + 1))
         let (peer, replaced, spawn) = links.withLock { links in
-            let replaced = links.peers[identity]
+            let replaced = links.current[connection.identity].flatMap { links.peers[$0] }
             if let replaced { Self.forget(replaced, in: &links) }
             let peer = links.nextPeer
             links.nextPeer += 1
-            links.peers[identity] = peer
-            links.users[peer] = identity
+            links.peers[connection] = peer
+            links.current[connection.identity] = connection
+            links.connections[peer] = connection
             links.outboxes[peer] = outbox
             links.jobs[peer] = jobContinuation
             return (peer, replaced, links.spawn)
@@ -45,38 +51,43 @@ extension Replicator {
         return (peer, replaced)
     }
 
-    /// Forgets a peer whose connection ended; returns its number.
-    func disconnect(_ identity: PublicIdentity) -> PeerID? {
+    /// Forgets a connection that ended; returns its number, nil if it was not numbered (it
+    /// was replaced before, or never authenticated).
+    func disconnect(_ connection: PeerConnection) -> PeerID? {
         links.withLock { links in
-            guard let peer = links.peers[identity] else { return nil }
+            guard let peer = links.peers[connection] else { return nil }
             Self.forget(peer, in: &links)
             return peer
         }
     }
 
     private static func forget(_ peer: PeerID, in links: inout Links) {
-        if let identity = links.users.removeValue(forKey: peer), links.peers[identity] == peer {
-            links.peers[identity] = nil
+        if let connection = links.connections.removeValue(forKey: peer) {
+            links.peers[connection] = nil
+            if links.current[connection.identity] == connection { links.current[connection.identity] = nil }
         }
         links.outboxes.removeValue(forKey: peer)?.close()
         links.jobs.removeValue(forKey: peer)?.finish()
     }
 
     /// The writer: one message at a time, each sent once the previous one left, through this
-    /// connection's compressed stream (§14.11), which is why one task writes them all.
+    /// connection's compressed stream (§14.11), which is why one task writes them all, and
+    /// only to this connection.
     private func write(_ outbox: PeerOutbox, peer: PeerID) async {
         let stream = SyncStreamEncoder()
         while let message = await outbox.next() {
             do {
-                try await node.send(stream.encode(message), to: outbox.peer)
+                try await node.send(stream.encode(message), on: outbox.connection)
             } catch {
-                logger.debug("cannot write to \(outbox.peer): \(error)")
+                // The connection closed: its end event forgets it, which closes the outbox.
+                logger.debug("cannot write to \(outbox.connection): \(error)")
             }
-            if outbox.written(message.readableBytes) { feed(.writable(peer, true)) }
+            if outbox.written(message.readableBytes) { await feed(.writable(peer, true)) }
         }
     }
 
-    /// The reader: sends a peer the stored operations it lacks, no faster than it takes them.
+    /// The reader: sends a peer the stored operations it lacks, no faster than it takes them,
+    /// and tells the core when each read is done.
     private func read(_ jobs: AsyncStream<StoreReadJob>, for peer: PeerID, outbox: PeerOutbox) async {
         for await job in jobs {
             do {
@@ -84,34 +95,38 @@ extension Replicator {
                 case .beyond(let conversation, let heads, let skipping):
                     var cursor = heads
                     while !outbox.isClosed {
-                        let operations = try store.operations(in: conversation, beyond: cursor, limit: 2_048)
+                        let operations = try await store.operations(in: conversation, beyond: cursor, limit: 2_048)
                         if operations.isEmpty { break }
                         for signed in operations {
                             let op = signed.operation
                             if op.sequence > cursor[op.author] { cursor.set(op.author, op.sequence) }
                         }
-                        await sendStored(skipping.isEmpty ? operations : operations.filter { !skipping.contains($0.id) }, to: outbox)
+                        await sendStored(skipping.isEmpty ? operations : operations.filter { !skipping.contains($0.id) }, to: outbox, peer: peer)
                         if operations.count < 2_048 { break }
                     }
                 case .ids(let ids):
-                    await sendStored(try store.operations(ids: ids), to: outbox)
+                    await sendStored(try await store.operations(ids: ids), to: outbox, peer: peer)
                 }
             } catch {
-                logger.error("cannot read operations to send to \(outbox.peer): \(error)")
+                logger.error("cannot read operations to send to \(outbox.connection.identity): \(error)")
             }
+            await feed(.storeReadDone(peer))
         }
     }
 
-    private func sendStored(_ operations: [SignedOperation], to outbox: PeerOutbox) async {
-        for message in operationMessages(withholding(operations, from: outbox.peer), isPush: false) {
+    /// Queues stored operations for the peer, waiting for room before each message: the
+    /// outbox holds at most its high mark and one message more. Crossing the mark tells the
+    /// core the peer is not writable, so it starts no more reads until the peer catches up.
+    private func sendStored(_ operations: [SignedOperation], to outbox: PeerOutbox, peer: PeerID) async {
+        for message in operationMessages(await withholding(operations, from: outbox.connection.identity), isPush: false) {
             await outbox.waitForRoom()
             if outbox.isClosed { return }
-            _ = outbox.enqueue(message)
+            if !outbox.enqueue(message) { await feed(.writable(peer, false)) }
         }
     }
 
     /// `operations` less those the §13.3 rule keeps from `user`'s node.
-    func withholding(_ operations: [SignedOperation], from user: PublicIdentity) -> [SignedOperation] {
+    func withholding(_ operations: [SignedOperation], from user: PublicIdentity) async -> [SignedOperation] {
         guard !operations.isEmpty else { return [] }
         let removals = logsWithRemovals.withLock { $0 }
         let judged = removals.isEmpty ? [] : operations.filter { removals.contains($0.operation.conversation) }
@@ -127,23 +142,29 @@ extension Replicator {
     }
 
     /// OPERATIONS messages of at most the core's soft body limit each (one operation may
-    /// exceed it alone).
+    /// exceed it alone; none exceeds the DATA payload limit, §12.1 caps an operation).
     func operationMessages(_ operations: [SignedOperation], isPush: Bool) -> [ByteBuffer] {
         var messages: [ByteBuffer] = []
         var chunk: [SignedOperation] = []
         var bytes = 0
         let limit = configuration.sync.messageBodySoftLimit
+        func flush() {
+            guard !chunk.isEmpty else { return }
+            do {
+                messages.append(try SyncMessage.operations(.init(isPush: isPush, operations: chunk)).payload())
+            } catch {
+                logger.error("cannot encode \(chunk.count) operation(s) to send: \(error)")
+            }
+            chunk = []
+            bytes = 0
+        }
         for signed in operations {
             let size = SyncMessage.byteCount(of: signed)
-            if !chunk.isEmpty, bytes + size > limit || chunk.count == SyncMessage.maxListCount {
-                messages.append(SyncMessage.operations(.init(isPush: isPush, operations: chunk)).payload)
-                chunk = []
-                bytes = 0
-            }
+            if !chunk.isEmpty, bytes + size > limit || chunk.count == SyncMessage.maxListCount { flush() }
             chunk.append(signed)
             bytes += size
         }
-        if !chunk.isEmpty { messages.append(SyncMessage.operations(.init(isPush: isPush, operations: chunk)).payload) }
+        flush()
         return messages
     }
 }

@@ -76,7 +76,7 @@ extension Replicator {
             let new = Set(applied.newOperations)
             // Only commits of new operations appear on the change stream.
             inFlight.withLock { inFlight in for signed in operations where !new.contains(signed.id) { inFlight.remove(signed.id) } }
-            for outcome in outcomes(of: items, applied: applied) { feed(.stored(outcome)) }
+            for outcome in outcomes(of: items, applied: applied) { await feed(.stored(outcome)) }
         } catch {
             if error is CancellationError {
                 // The node is stopping; peers offer them again next time.
@@ -89,7 +89,7 @@ extension Replicator {
             var bySource: [PeerID: [OperationID]] = [:]
             for item in items { bySource[item.source, default: []].append(item.operation.id) }
             for (source, ids) in bySource.sorted(by: { $0.key < $1.key }) {
-                feed(.stored(StoreOutcome(summaries: [], stored: [], refused: ids, source: source)))
+                await feed(.stored(StoreOutcome(summaries: [], stored: [], refused: ids, source: source)))
             }
         }
         unstored.stored()

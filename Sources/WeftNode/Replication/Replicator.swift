@@ -12,12 +12,15 @@ import WeftWire
 /// Replication for one node: drives the sans-I/O `SyncCore` with the node's connections, its
 /// store's commits and a timer, and carries out what the core asks (SPEC.md §14).
 ///
-/// The I/O sits here, at the edge: decoding DATA payloads, writing to peers through one
-/// writer task each (`PeerOutbox`, whose fill tells the core when a peer stops keeping up),
+/// One task owns the core (`drive`): every event reaches it through one bounded queue
+/// (`SyncEventQueue`), and it carries out each event's actions in order before it takes the
+/// next, as NIOSSHHandler drives its state machine from its event loop alone. The I/O sits
+/// around it, at the edge: decoding DATA payloads, writing to each connection through one
+/// writer task (`PeerOutbox`, whose fill tells the core when a peer stops keeping up),
 /// storing received operations in batches (`UnstoredOperations`: one commit and one delivered
 /// receipt per conversation per flush interval), reading a peer's missing operations from the
 /// store, marking messages sent when a peer acknowledges them, and failing messages whose
-/// time to live ran out.
+/// time to live ran out. None of those tasks touches the core; they send it events.
 ///
 /// Runs the `MeshNode` it was given (its only consumer of `events`) as a child task;
 /// `run()` returns once the node stopped.
@@ -29,7 +32,10 @@ public final class Replicator: Service, Sendable {
     /// Told of every node event, in order, before the replicator handles it.
     let observer: @Sendable (NodeEvent) -> Void
 
-    let core: Mutex<SyncCore>
+    /// The core until `run()` hands it to its driver; nil after.
+    let initialCore: Mutex<SyncCore?>
+    /// The driver's events (`feed`) and questions (`inspect`).
+    let queue: SyncEventQueue
     let links = Mutex(Links())
     let unstored: UnstoredOperations
     /// Received operations handed to the store whose commit the change stream has not shown
@@ -56,8 +62,9 @@ public final class Replicator: Service, Sendable {
         self.observer = observer
         self.unstored = UnstoredOperations(limit: configuration.maxUnstoredOperations)
         self.logsWithRemovals = Mutex(try mailbox.store.logsWithRemovals())
-        self.core = Mutex(SyncCore(
+        self.initialCore = Mutex(SyncCore(
             configuration: configuration.sync, localUser: mailbox.localUser, summaries: try mailbox.store.logSummaries()))
+        self.queue = SyncEventQueue(capacity: configuration.maxQueuedEvents)
     }
 
     /// Runs the node and replication until the node stops (graceful shutdown or cancellation).
@@ -74,16 +81,18 @@ public final class Replicator: Service, Sendable {
                     for await task in spawnRequests { peers.addTask(operation: task) }
                 }
             }
+            if let core = initialCore.withLock({ $0.take() }) { group.addTask { await self.drive(core) } }
             group.addTask { await self.consumeEvents() }
             group.addTask { await self.consumeCommits(changes) }
             group.addTask { await self.storeReceived() }
             group.addTask { await self.markAcknowledged() }
-            group.addTask { await self.every(self.configuration.tickInterval) { self.feed(.tick(nowMilliseconds: self.now)) } }
+            group.addTask { await self.every(self.configuration.tickInterval) { await self.feed(.tick(nowMilliseconds: self.now)) } }
             group.addTask { await self.every(self.configuration.expiryInterval) { await self.expire() } }
             group.addTask { await self.every(self.configuration.pruneInterval) { await self.prune() } }
             defer {
                 // The node stopped: end every task (those waiting on a continuation, too).
                 group.cancelAll()
+                queue.close()
                 spawn.finish()
                 unstored.close()
                 acknowledgements.withLock { $0.close() }
@@ -109,18 +118,39 @@ public final class Replicator: Service, Sendable {
         }
     }
 
-    // MARK: - Feeding the core
+    // MARK: - The core's driver
 
-    /// Hands an event to the core and carries out its actions, and the events those raise.
-    /// Never waits: actions only queue work for the tasks that do it.
-    func feed(_ event: SyncEvent) {
-        if case .stored(let outcome) = event { noteRemovals(in: outcome.stored) }
-        var events = [event]
-        while !events.isEmpty {
-            let next = events.removeFirst()
-            let actions = core.withLock { $0.handle(next) }
-            events += perform(actions)
+    /// The core's one owner: takes events from the queue, one at a time, and carries out each
+    /// one's actions in order (and the events those raise) before the next. Returns once the
+    /// queue is closed.
+    func drive(_ core: consuming SyncCore) async {
+        var core = core
+        while let item = await queue.next() {
+            switch item {
+            case .event(let event):
+                var events = [event]
+                while !events.isEmpty {
+                    let next = events.removeFirst()
+                    if case .stored(let outcome) = next { noteRemovals(in: outcome.stored) }
+                    events += await perform(core.handle(next))
+                }
+            case .inspect(let question):
+                question(core)
+            }
         }
+    }
+
+    /// Hands an event to the core's driver, waiting while its queue is full (the node stopped:
+    /// dropped).
+    func feed(_ event: SyncEvent) async {
+        await queue.send(.event(event))
+    }
+
+    /// Asks the core a question between two events. Nil once the node has stopped.
+    func inspect<T: Sendable>(_ question: @escaping @Sendable (SyncCore) -> T) async -> T? {
+        let answer = InspectionAnswer<T>()
+        guard await queue.send(.inspect { core in answer.give(core.map(question)) }) else { return nil }
+        return await answer.value()
     }
 
     private func noteRemovals(in operations: [SignedOperation]) {
@@ -134,36 +164,31 @@ public final class Replicator: Service, Sendable {
 
     private func consumeEvents() async {
         // Each connection's incoming compressed stream (§14.11), begun with the connection.
-        var streams: [PublicIdentity: SyncStreamDecoder] = [:]
+        var streams: [PeerConnection: SyncStreamDecoder] = [:]
         for await event in node.events {
             observer(event)
             switch event {
-            case .peerAuthenticated(let info, _, _):
-                streams[info.identity] = SyncStreamDecoder()
-                let (peer, replaced) = connect(info.identity)
-                if let replaced { feed(.disconnected(replaced)) }
-                feed(.connected(peer, user: info.identity))
-            case .connectionEnded(let info?, _, _):
-                // Events of different connections interleave: a peer's new connection may be
-                // reported before its old one's end. The node unregisters a connection before
-                // reporting its end, so a peer it still lists has a newer connection, which its
-                // own peerAuthenticated replaces (or replaced) in the core: this end is stale.
-                guard !node.isConnected(info.identity) else { continue }
-                if let peer = disconnect(info.identity) {
-                    streams[info.identity] = nil
-                    feed(.disconnected(peer))
-                }
-            case .data(let identity, let payload):
-                guard let peer = links.withLock({ $0.peers[identity] }), let stream = streams[identity] else { continue }
+            case .peerAuthenticated(let info, _, _, let connection):
+                streams[connection] = SyncStreamDecoder()
+                let (peer, replaced) = connect(connection)
+                if let replaced { await feed(.disconnected(replaced)) }
+                await feed(.connected(peer, user: info.identity))
+            case .connectionEnded(_, _, _, let connection?):
+                // Keyed by connection: the end of a connection that a newer one replaced
+                // finds nothing (its replacement forgot it), whatever order the events take.
+                streams[connection] = nil
+                if let peer = disconnect(connection) { await feed(.disconnected(peer)) }
+            case .data(let connection, let payload):
+                guard let peer = links.withLock({ $0.peers[connection] }), let stream = streams[connection] else { continue }
                 let message: SyncMessage
                 do {
                     message = try SyncMessage(payload: stream.decode(payload))
                 } catch {
-                    logger.warning("closing the connection with \(identity): \(error)")
-                    node.fail(identity, code: error.code, reason: error.description)
+                    logger.warning("closing the connection with \(connection.identity): \(error)")
+                    node.fail(connection, code: error.code, reason: error.description)
                     continue
                 }
-                feed(.received(peer, message))
+                await feed(.received(peer, message))
                 // Stop reading peers while the store is behind (TCP slows them down).
                 await unstored.waitForRoom()
             default:
@@ -182,7 +207,7 @@ public final class Replicator: Service, Sendable {
                 // Commits went unseen: take the summaries afresh (pushes of what was missed
                 // are left to anti-entropy) and forget which commits were in flight.
                 inFlight.withLock { $0.removeAll() }
-                if let summaries = try? store.logSummaries() { feed(.stored(StoreOutcome(summaries: summaries, stored: []))) }
+                if let summaries = try? await store.logSummaries() { await feed(.stored(StoreOutcome(summaries: summaries, stored: []))) }
             }
             guard !batch.storedOperations.isEmpty || !batch.summaries.isEmpty else { continue }
             let received = inFlight.withLock { inFlight in
@@ -191,7 +216,7 @@ public final class Replicator: Service, Sendable {
                 return found
             }
             if received { continue }
-            feed(.stored(StoreOutcome(summaries: batch.summaries, stored: batch.storedOperations)))
+            await feed(.stored(StoreOutcome(summaries: batch.summaries, stored: batch.storedOperations)))
         }
     }
 
@@ -214,7 +239,7 @@ public final class Replicator: Service, Sendable {
             let pruned = try await store.pruneRelayed(olderThan: now - retention)
             if pruned > 0 {
                 logger.info("pruned \(pruned) relayed conversation(s) idle for longer than the retention period")
-                feed(.stored(StoreOutcome(summaries: try store.logSummaries(), stored: [])))
+                await feed(.stored(StoreOutcome(summaries: try await store.logSummaries(), stored: [])))
             }
         } catch {
             logger.error("cannot prune relayed conversations: \(error)")

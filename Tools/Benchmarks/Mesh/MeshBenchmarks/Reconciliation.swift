@@ -92,7 +92,8 @@ struct Reconciliation {
             let start = ContinuousClock.now
             second.node.connect(to: PeerAddress(host: address.ipAddress!, port: address.port!))
             try await waitUntil("both to hold the same, and a quiet second", seconds: 60, interval: .milliseconds(20)) {
-                first.replicator.heldOperations == second.replicator.heldOperations
+                let (held, other) = (await first.replicator.heldOperations, await second.replicator.heldOperations)
+                return held == other
                     && counter.bytes.withLock { $0 } > 0
                     && ContinuousClock.now - counter.last.withLock { $0 } > .seconds(1)
             }

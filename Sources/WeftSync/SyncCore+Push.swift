@@ -50,7 +50,11 @@ extension SyncCore {
             if let source { outgoing[source, default: OutgoingBatch()].acknowledgements.append(signed.operation) }
             let conversation = signed.operation.conversation
             // Unpublished logs stay here; a log published by this commit goes whole, below.
-            guard logs[conversation]?.isPublished ?? true, !newlyPublished.contains(conversation) else { continue }
+            // Pending operations stay too: peers get them from the log once their causes are
+            // here (reconciliation), not on the word of whoever sent them.
+            guard logs[conversation]?.isPublished ?? true, !newlyPublished.contains(conversation),
+                !outcome.pendingIDs.contains(signed.id)
+            else { continue }
             for peer in order where peer != source {
                 guard let state = peers[peer], !state.holds(signed) else { continue }
                 if state.isEager {

@@ -65,6 +65,10 @@ public struct StoreOutcome: Sendable {
     public var duplicates: Int
     /// Operations of the batch that were stored pending (causes missing).
     public var pending: Int
+    /// Those of `stored` that are pending: kept, acknowledged, but not pushed or announced
+    /// (§14.8), so a member cannot make every node of the mesh hold its operations with
+    /// made-up causes by sending them to one.
+    public var pendingIDs: Set<OperationID> = []
     /// The wire bytes of those pending operations.
     public var pendingByteCount: Int
     /// Operations of the batch refused before storing (bad signature, timestamp too far

@@ -41,6 +41,19 @@ extension LocalMesh {
         /// Whether the node's process runs.
         public var isRunning: Bool { state.withLock { $0.process?.isRunning ?? false } }
 
+        /// The process identifier of the node's process while it runs.
+        public var processIdentifier: Int32? { state.withLock { $0.process?.isRunning == true ? $0.process?.identifier : nil } }
+
+        /// The node process's resident memory in bytes (VmRSS in /proc), nil if it does not run.
+        public var residentBytes: Int? {
+            guard let pid = processIdentifier,
+                let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+                let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+            else { return nil }
+            return kilobytes * 1024
+        }
+
         /// The address the node listens on, `127.0.0.1:PORT` (kept across restarts); nil
         /// before the first start.
         public var address: String? { state.withLock { $0.port == 0 ? nil : "127.0.0.1:\($0.port)" } }

@@ -119,6 +119,7 @@ extension Replicator {
             }
             if pending.contains(id) {
                 outcomes[item.source]?.pending += 1
+                outcomes[item.source]?.pendingIDs.insert(id)
                 outcomes[item.source]?.pendingByteCount += SyncMessage.byteCount(of: item.operation)
                 if let causes = applied.report.missingCauses[id] {
                     outcomes[item.source]?.missingCauses[item.operation.operation.conversation, default: []] += causes

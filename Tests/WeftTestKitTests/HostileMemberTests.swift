@@ -1,0 +1,206 @@
+import Foundation
+import NIOCore
+import Testing
+import WeftControl
+import WeftCrypto
+import WeftModel
+import WeftNode
+import WeftSync
+import WeftTestKit
+
+/// A hostile member of the mesh, built from SPEC.md and authenticated with the mesh key,
+/// against real `weft node` processes (issue 20's table, row by row). Each attack goes to the
+/// middle node `b` of the line a–b–c; afterwards `b` is up, answers its control socket, and
+/// acknowledges and relays an honest member's message (c to a, through b) within seconds. (In
+/// the serialized LocalMesh suite: one mesh at a time.)
+extension LocalMeshTests {
+    /// A line of three nodes with an attacker connected to the middle one.
+    private static func withAttackedLine(
+        redial: TimeAmount = .milliseconds(250), _ body: (LocalMesh, AttackingPeer) async throws -> Void
+    ) async throws {
+        try await LocalMesh.with(nodes: 3, topology: .line, options: .init(keepHomes: ProcessInfo.processInfo.environment["WEFT_KEEP"] != nil)) { mesh in
+            print("HOMES \(mesh.directory.path)")
+            try await mesh.waitUntilLinked()
+            let b = mesh.nodes[1]
+            let attacker = try await AttackingPeer(meshKeyFrom: b.home, dialing: try #require(b.address), redial: redial)
+            defer { attacker.stop() }
+            try await attacker.waitUntilConnected(to: b.user)
+            try await body(mesh, attacker)
+        }
+    }
+
+    /// c sends a to a message through b: b stores it and acknowledges it (c sees it sent), a
+    /// receives it, all within `seconds`; b answers `weft status`.
+    /// The deadline is for liveness in a debug build on a loaded machine; how fast it goes is
+    /// measured in release by `Tools/bench-hostile`.
+    private static func expectHonestExchange(_ mesh: LocalMesh, within seconds: Double = 30, _ text: String) async throws {
+        let (a, b, c) = (mesh.nodes[0], mesh.nodes[1], mesh.nodes[2])
+        #expect(b.isRunning)
+        _ = try await b.status()
+        let conversation = try await c.createConversation(with: [a.user])
+        let sent = try await c.send(text, in: conversation.id)
+        let start = ContinuousClock.now
+        _ = try await a.wait(for: .message(sent), timeout: .milliseconds(Int(seconds * 1000)))
+        while try await c.messages(in: conversation.id).first(where: { $0.id == sent })?.isSent != true {
+            guard ContinuousClock.now - start < .milliseconds(Int(seconds * 1000)) else {
+                Issue.record("c's message was not acknowledged within \(seconds) s")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// The value of one of the node's replication counters.
+    private static func counter(_ name: String, of node: LocalMesh.Node) async throws -> UInt64 {
+        try await node.statistics().first { $0.name == name }?.value ?? 0
+    }
+
+    @Test("IHAVE announcing 70,000 made-up operations of one log, in 6 messages: grafted in messages that fit, the node stays up")
+    func announcementFlood() async throws {
+        try await Self.withAttackedLine { mesh, attacker in
+            let b = mesh.nodes[1]
+            let conversation = ConversationID.random()
+            var generator = SplitMix64(seed: 20)
+            var sequence: UInt64 = 1
+            for _ in 0..<6 {
+                let announcements = (0..<11_667).map { _ -> SyncMessage.Announcement in
+                    sequence += 1
+                    let id = OperationID(bytes: (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })!
+                    return SyncMessage.Announcement(conversation: conversation, author: attacker.user, sequence: sequence, id: id)
+                }
+                try await attacker.send(.ihave(announcements), to: b.user)
+            }
+            // b grafts what it was told of: its WANTs reach the attacker, and decode.
+            try await attacker.waitFor("b's grafting WANTs") {
+                attacker.received.contains { if case .want(let want) = $0 { want.isGraft } else { false } }
+            }
+            let asked = attacker.received.compactMap { if case .want(let want) = $0, want.isGraft { want } else { nil } }
+            let ids = asked.flatMap(\.entries).filter { $0.conversation == conversation }.flatMap(\.ids)
+            // Each asked for up to three times; never more of them than b remembers for one log.
+            #expect(Set(ids).count <= SyncConfiguration().maxMissingOperationsPerLog)
+            #expect(attacker.undecodable.isEmpty)
+            try await Self.expectHonestExchange(mesh, "after the announcements")
+        }
+    }
+
+    @Test("3 operations naming 15,000 missing causes each: asked for in WANTs that fit, the node stays up")
+    func causeFlood() async throws {
+        try await Self.withAttackedLine { mesh, attacker in
+            let b = mesh.nodes[1]
+            let conversation = ConversationID.random()
+            var generator = SplitMix64(seed: 21)
+            let operations = (2...4).map { sequence in
+                let causes = (0..<15_000).map { _ in OperationID(bytes: (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })! }
+                return attacker.sign(WeftModel.Operation(
+                    author: attacker.user, conversation: conversation, sequence: UInt64(sequence), timestamp: now(),
+                    causes: causes.sorted(), body: .postMessage(parts: [MessagePart(mimeType: "text/plain", data: Array("x".utf8))], options: MessageOptions())))
+            }
+            for operation in operations { try await attacker.send(.operations(.init(isPush: true, operations: [operation])), to: b.user) }
+            try await attacker.waitFor("b to ask for the missing causes") {
+                attacker.received.contains { if case .want(let want) = $0 { want.entries.contains { $0.conversation == conversation } } else { false } }
+            }
+            #expect(attacker.undecodable.isEmpty)
+            try await Self.expectHonestExchange(mesh, "after the causes")
+        }
+    }
+
+    @Test("36,000 operations with missing causes, 9,000 per connection over 4 connections of one identity: the pending bound holds per identity")
+    func pendingAcrossReconnects() async throws {
+        try await Self.withAttackedLine(redial: .milliseconds(10)) { mesh, attacker in
+            let b = mesh.nodes[1]
+            let cause = OperationID(bytes: Array(repeating: 7, count: 32))!
+            let bound = SyncConfiguration().maxPendingOperationsPerPeer
+            for connection in 0..<4 {
+                let operations = (0..<9_000).map { _ in
+                    attacker.sign(WeftModel.Operation(
+                        author: attacker.user, conversation: .random(), sequence: 2, timestamp: now(), causes: [cause],
+                        body: .postMessage(parts: [MessagePart(mimeType: "text/plain", data: Array("pending".utf8))], options: MessageOptions())))
+                }
+                for chunk in stride(from: 0, to: operations.count, by: 1_500) {
+                    try await attacker.send(.operations(.init(isPush: true, operations: Array(operations[chunk..<chunk + 1_500]))), to: b.user)
+                }
+                try await Self.expectHonestExchange(mesh, "during connection \(connection)")
+                let before = attacker.authentications
+                await attacker.dropConnection(with: b.user)
+                try await attacker.waitFor("the attacker to reconnect") { attacker.authentications > before }
+            }
+            // Over four connections, the identity got `bound` pending operations at most; the
+            // rest was dropped unverified.
+            try await attacker.waitFor("b to drop past the bound") {
+                try await Self.counter("operationsDropped", of: b) >= UInt64(36_000 - bound)
+            }
+            let resident = try #require(b.residentBytes)
+            #expect(resident < 150 << 20, "b holds \(resident >> 20) MB")
+            try await Self.expectHonestExchange(mesh, "after four connections")
+        }
+    }
+
+    @Test("a member that asks for everything and never reads: bounded memory, the node keeps serving")
+    func wantWithoutReading() async throws {
+        try await Self.withAttackedLine { mesh, attacker in
+            let (a, b) = (mesh.nodes[0], mesh.nodes[1])
+            // A log of about 10 MB on b.
+            let chat = try await a.createConversation(with: [b.user])
+            let text = Array(String(repeating: "not compressible? ", count: 1).utf8)
+            var generator = SplitMix64(seed: 22)
+            for _ in 0..<40 {
+                let batch = (0..<ControlConstants.maxBatchCount).map { _ in
+                    ControlRequest.Outgoing(
+                        [.init(mimeType: "application/octet-stream", data: text + (0..<1_000).map { _ in UInt8.random(in: 0...255, using: &generator) })],
+                        in: chat.id)
+                }
+                _ = try await a.request(.sendBatch(batch))
+            }
+            try await attacker.waitFor("b to hold what a holds", seconds: 60) {
+                let (held, relayed) = (try await a.status().heldOperations, try await b.status().heldOperations)
+                return held != nil && held == relayed
+            }
+            let baseline = try #require(b.residentBytes)
+
+            attacker.pauseReading(true)
+            var peak = baseline
+            let want = SyncMessage.want(.init(entries: [.init(conversation: chat.id, beyond: VersionVector())]))
+            let start = ContinuousClock.now
+            while ContinuousClock.now - start < .seconds(5) {
+                for _ in 0..<50 { try await attacker.send(want, to: b.user) }
+                peak = max(peak, b.residentBytes ?? 0)
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(peak - baseline < 64 << 20, "b grew by \((peak - baseline) >> 20) MB")
+            try await Self.expectHonestExchange(mesh, "while the attacker does not read")
+            attacker.stop()
+            try await Self.expectHonestExchange(mesh, "after the attacker left")
+        }
+    }
+
+    @Test("a member that asks for a large log and drops the connection 50 ms later, 100 times: never a piece of an old stream")
+    func reconnectMidTransfer() async throws {
+        try await Self.withAttackedLine(redial: .milliseconds(1)) { mesh, attacker in
+            let (a, b) = (mesh.nodes[0], mesh.nodes[1])
+            let chat = try await a.createConversation(with: [b.user])
+            for _ in 0..<8 {
+                let batch = (0..<ControlConstants.maxBatchCount).map { index in
+                    ControlRequest.Outgoing([.init(mimeType: "text/plain", data: Array(String(repeating: "message \(index) ", count: 40).utf8))], in: chat.id)
+                }
+                _ = try await a.request(.sendBatch(batch))
+            }
+            try await attacker.waitFor("b to hold what a holds", seconds: 60) {
+                let (held, relayed) = (try await a.status().heldOperations, try await b.status().heldOperations)
+                return held != nil && held == relayed
+            }
+            let want = SyncMessage.want(.init(entries: [.init(conversation: chat.id, beyond: VersionVector())]))
+            for round in 0..<100 {
+                let connections = attacker.authentications
+                try await attacker.send(want, to: b.user)
+                try await Task.sleep(for: .milliseconds(50))
+                await attacker.dropConnection(with: b.user)
+                try await attacker.waitFor("reconnection \(round)") {
+                    attacker.authentications > connections && attacker.node.connectedPeers.contains(b.user)
+                }
+            }
+            #expect(attacker.undecodable.isEmpty, "\(attacker.undecodable.prefix(3))")
+            #expect(attacker.received.contains { if case .operations = $0 { true } else { false } })
+            try await Self.expectHonestExchange(mesh, "after 100 reconnections")
+        }
+    }
+}

@@ -32,12 +32,13 @@ extension Store {
                 let end = candidates[start...].firstIndex { $0.log != log } ?? candidates.endIndex
                 // The local user's operations in the log that are not accepted: almost always
                 // none, and then no slot holds another (a slot holds one accepted operation).
-                let refused = try Row.fetchAll(
-                    db.cached("SELECT id, sequence FROM operation WHERE conversation = ? AND status IN ('pending', 'rejected') AND author = ?"),
-                    arguments: [Data(log.bytes), Data(localUser.bytes)])
+                let refused = try Set(Row.fetchAll(
+                    db.cached("SELECT id FROM operation WHERE conversation = ? AND status IN ('pending', 'rejected') AND author = ?"),
+                    arguments: [Data(log.bytes), Data(localUser.bytes)]
+                ).map { try $0.operationID(0, "operation.id") })
                 for candidate in candidates[start..<end] {
                     if !refused.isEmpty {
-                        let isAccepted = !refused.contains { ($0[0] as Data) == Data(candidate.message.bytes) }
+                        let isAccepted = !refused.contains(candidate.message)
                         guard try !Self.slotHoldsAnother(
                             than: candidate.message, conversation: log, author: localUser, sequence: candidate.sequence,
                             isAccepted: isAccepted, in: db)
@@ -69,7 +70,9 @@ extension Store {
                 db.cached("SELECT conversation, sequence FROM operation WHERE id = ? AND author = ?"),
                 arguments: [Data(entry.message.bytes), Data(localUser.bytes)])
             {
-                slots.append((entry.message, try row.conversationID(0, "operation.conversation"), UInt64(bitPattern: row[1])))
+                slots.append((
+                    entry.message, try row.conversationID(0, "operation.conversation"),
+                    UInt64(bitPattern: try row.integer(1, "operation.sequence"))))
             }
         }
         unsent.withLock { unsent in
@@ -88,7 +91,7 @@ extension Store {
         {
             slots.insert(
                 try row.operationID(0, "operation.id"), log: try row.conversationID(1, "operation.conversation"),
-                sequence: UInt64(bitPattern: row[2]))
+                sequence: UInt64(bitPattern: try row.integer(2, "operation.sequence")))
         }
         return slots
     }

@@ -177,14 +177,15 @@ extension OutboxEntry {
     /// An entry from a row of `Store.outboxColumns`.
     init(row: Row) throws {
         let state: State =
-            switch row[5] as String {
+            switch try row.text(5, "outbox.state") {
             case "sent": .sent
-            case "failed": .failed(reason: row[6] ?? "")
+            case "failed": .failed(reason: try row.optionalText(6, "outbox.reason") ?? "")
             default: .waiting
             }
         self.init(
             message: try row.operationID(0, "outbox.message"), conversation: try row.conversationID(1, "outbox.conversation"),
-            createdAt: UInt64(clamping: row[2] as Int64), timeToLive: 0, attempts: row[4], state: state)
-        expiresAt = UInt64(clamping: row[3] as Int64)
+            createdAt: UInt64(clamping: try row.integer(2, "outbox.createdAt")), timeToLive: 0,
+            attempts: try row.count(4, "outbox.attempts"), state: state)
+        expiresAt = UInt64(clamping: try row.integer(3, "outbox.expiresAt"))
     }
 }

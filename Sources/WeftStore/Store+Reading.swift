@@ -59,7 +59,7 @@ extension Store {
                     """),
                 arguments: [Data(user.bytes), Data(id.bytes)])
             guard let row else { return nil }
-            return (try row.conversationID(0, "conversation.canonical"), row[1] as Bool)
+            return (try row.conversationID(0, "conversation.canonical"), try row.flag(1, "EXISTS (participant)"))
         }
     }
 
@@ -97,7 +97,8 @@ extension Store {
                 db.cached("SELECT conversation, key, value FROM metadata WHERE conversation IN (\(marks))"),
                 arguments: StatementArguments(list))
             {
-                metadata[try row.conversationID(0, "metadata.conversation"), default: [:]][row[1]] = row[2] as String
+                metadata[try row.conversationID(0, "metadata.conversation"), default: [:]][try row.text(1, "metadata.key")] =
+                    try row.text(2, "metadata.value")
             }
             for row in try Row.fetchAll(
                 db.cached("SELECT canonical, id FROM conversation WHERE canonical IN (\(marks)) AND canonical != id ORDER BY id"),
@@ -110,9 +111,10 @@ extension Store {
             guard let row = rows[id] else { return nil }
             return ConversationSnapshot(
                 id, mergedIDs: merged[id] ?? [], creator: try row.userID(1, "conversation.creator"),
-                createdAt: HLCTimestamp(databaseValue: row[2]), participants: participants[id] ?? [],
-                isDistinct: row[3], metadata: metadata[id] ?? [:], messageCount: row[4], unreadCount: row[5],
-                lastMessageAt: (row[6] as Int64?).map(HLCTimestamp.init(databaseValue:)))
+                createdAt: HLCTimestamp(databaseValue: try row.integer(2, "conversation.createdAt")), participants: participants[id] ?? [],
+                isDistinct: try row.flag(3, "conversation.isDistinct"), metadata: metadata[id] ?? [:],
+                messageCount: try row.count(4, "conversation.messageCount"), unreadCount: try row.count(5, "conversation.unreadCount"),
+                lastMessageAt: try row.optionalInteger(6, "conversation.lastMessageAt").map(HLCTimestamp.init(databaseValue:)))
         }
     }
 
@@ -198,26 +200,30 @@ extension Store {
             var id: Data
         }
         let keys = try rows.map {
-            Key(conversation: try $0.blob(1, "message.conversation"), sentAt: $0[4], sender: try $0.blob(3, "message.sender"), id: try $0.blob(0, "message.id"))
+            Key(
+                conversation: try $0.blob(1, "message.conversation"), sentAt: try $0.integer(4, "message.sentAt"),
+                sender: try $0.blob(3, "message.sender"), id: try $0.blob(0, "message.id"))
         }
         // Parts and statuses by message row number.
         var parts: [Int64: [MessagePart]] = [:]
         var statuses: [Int64: [UserID: RecipientStatus]] = [:]
-        let numbers: [Int64] = rows.map { $0[7] }
+        let numbers = try rows.map { try $0.integer(7, "message.number") }
         for chunk in numbers.chunked(500) {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
             for row in try Row.fetchAll(
                 db.cached("SELECT message, mimeType, data FROM part WHERE message IN (\(marks)) ORDER BY message, \"index\""),
                 arguments: StatementArguments(chunk))
             {
-                parts[row[0], default: []].append(MessagePart(mimeType: row[1], data: [UInt8](row[2] as Data)))
+                parts[try row.integer(0, "part.message"), default: []].append(
+                    MessagePart(mimeType: try row.text(1, "part.mimeType"), data: [UInt8](try row.blob(2, "part.data"))))
             }
             for row in try Row.fetchAll(
                 db.cached("SELECT message, recipient, status FROM receipt WHERE message IN (\(marks))"),
                 arguments: StatementArguments(chunk))
             {
-                statuses[row[0], default: [:]][try row.userID(1, "receipt.recipient")] =
-                    RecipientStatus(rawValue: row[2]) ?? .invalid
+                // A status number the store does not know reads as invalid, as the model's does.
+                statuses[try row.integer(0, "receipt.message"), default: [:]][try row.userID(1, "receipt.recipient")] =
+                    RecipientStatus(rawValue: Int(try row.integer(2, "receipt.status"))) ?? .invalid
             }
         }
 
@@ -280,7 +286,10 @@ extension Store {
                 try Stored.operationID(key.id, "message.id"), conversation: try Stored.conversationID(key.conversation, "message.conversation"),
                 postedTo: try row.conversationID(2, "message.postedTo"),
                 sender: try Stored.userID(key.sender, "message.sender"), sentAt: HLCTimestamp(databaseValue: key.sentAt),
-                parts: parts[numbers[index]] ?? [], options: MessageOptions(notificationText: row[5], notificationSound: row[6]),
+                parts: parts[numbers[index]] ?? [],
+                options: MessageOptions(
+                    notificationText: try row.optionalText(5, "message.notificationText"),
+                    notificationSound: try row.optionalText(6, "message.notificationSound")),
                 position: positions[key.id]!, recipientStatus: status, failureReasons: reasons)
         }
     }
@@ -293,14 +302,7 @@ extension Store {
         try database.read { db in
             try Row.fetchAll(db.cached("""
                 SELECT id, wire FROM operation WHERE conversation = ? AND status = 'accepted' ORDER BY appliedOrder
-                """), arguments: [Data(conversation.bytes)]).map { row in
-                let id: Data = row[0]
-                do {
-                    return try SignedOperation(wireBytes: [UInt8](row[1] as Data), claimedID: OperationID(bytes: [UInt8](id)))
-                } catch {
-                    throw StoreError(.damagedLog, "operation \(id.hexPrefix) in the log does not decode: \(error)")
-                }
-            }
+                """), arguments: [Data(conversation.bytes)]).map(Self.decodeOperation)
         }
     }
 
@@ -309,7 +311,7 @@ extension Store {
         try database.read { db in
             var counts: [String: Int] = [:]
             for row in try Row.fetchAll(db.cached("SELECT status, COUNT(*) FROM operation GROUP BY status")) {
-                counts[row[0]] = row[1]
+                counts[try row.text(0, "operation.status")] = try row.count(1, "COUNT(*) of operation")
             }
             return (counts["accepted"] ?? 0, counts["pending"] ?? 0, counts["rejected"] ?? 0)
         }

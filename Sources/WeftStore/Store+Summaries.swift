@@ -134,9 +134,10 @@ extension Store {
 
     /// An operation from its row's `id` and `wire` columns.
     static func decodeOperation(_ row: Row) throws -> SignedOperation {
-        let id: Data = row[0]
+        let id = try row.blob(0, "operation.id")
+        let wire = try row.blob(1, "operation.wire")
         do {
-            return try SignedOperation(wireBytes: [UInt8](row[1] as Data), claimedID: OperationID(bytes: [UInt8](id)))
+            return try SignedOperation(wireBytes: [UInt8](wire), claimedID: OperationID(bytes: [UInt8](id)))
         } catch {
             throw StoreError(.damagedLog, "operation \(id.hexPrefix) in the log does not decode: \(error)")
         }

@@ -22,26 +22,24 @@ extension Store {
     var loadedConversations: Set<ConversationID> { state.withLock { $0.replica?.loadedConversations ?? [] } }
 
     /// A partial replica knowing every conversation's creation, with no log loaded.
-    static func indexedReplica(from database: any DatabaseWriter, localUser: UserID) throws -> Replica {
-        try database.read { db in
-            // A log's first accepted operation is its creation (everything else follows it), and
-            // every log held has a summary (a conversation row only those shown, SPEC.md §14.9).
-            let rows = try Row.fetchCursor(db, sql: """
-                SELECT o.id, o.wire, o.kind FROM log_summary s
-                JOIN operation o ON o.appliedOrder = (
-                    SELECT MIN(appliedOrder) FROM operation WHERE conversation = s.conversation AND status = 'accepted')
-                """)
-            var creations: [SignedOperation] = []
-            while let row = try rows.next() {
-                guard try row.integer(2, "operation.kind") == 1  // a creation (SPEC.md §12.3)
-                else {
-                    throw StoreError(
-                        .damagedLog, "a conversation's first accepted operation \(try row.blob(0, "operation.id").hexPrefix) is not its creation")
-                }
-                creations.append(try decodeOperation(row))
+    static func indexedReplica(in db: Database, localUser: UserID) throws -> Replica {
+        // A log's first accepted operation is its creation (everything else follows it), and
+        // every log held has a summary (a conversation row only those shown, SPEC.md §14.9).
+        let rows = try Row.fetchCursor(db, sql: """
+            SELECT o.id, o.wire, o.kind FROM log_summary s
+            JOIN operation o ON o.appliedOrder = (
+                SELECT MIN(appliedOrder) FROM operation WHERE conversation = s.conversation AND status = 'accepted')
+            """)
+        var creations: [SignedOperation] = []
+        while let row = try rows.next() {
+            guard try row.integer(2, "operation.kind") == 1  // a creation (SPEC.md §12.3)
+            else {
+                throw StoreError(
+                    .damagedLog, "a conversation's first accepted operation \(try row.blob(0, "operation.id").hexPrefix) is not its creation")
             }
-            return Replica(localUser: localUser, creations: creations)
+            creations.append(try decodeOperation(row))
         }
+        return Replica(localUser: localUser, creations: creations)
     }
 
     /// Loads into `replica` the logs it lacks for applying or building `operations` (see

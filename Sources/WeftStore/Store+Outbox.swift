@@ -9,14 +9,25 @@ extension Store {
     static let outboxColumns = "SELECT message, conversation, createdAt, expiresAt, attempts, state, reason FROM outbox"
 
     /// Entries still waiting to be sent (neither sent nor failed), oldest first.
+    public func fetchOutbox() async throws -> [OutboxEntry] {
+        try await database.read(Self.waitingEntries)
+    }
+
+    /// `fetchOutbox()`, blocking the calling thread.
     public func outbox() throws -> [OutboxEntry] {
-        try database.read { db in
-            try Row.fetchAll(db.cached("\(Self.outboxColumns) WHERE state = 'waiting' ORDER BY createdAt, message"))
-                .map(OutboxEntry.init(row:))
-        }
+        try database.read(Self.waitingEntries)
+    }
+
+    private static func waitingEntries(in db: Database) throws -> [OutboxEntry] {
+        try Row.fetchAll(db.cached("\(outboxColumns) WHERE state = 'waiting' ORDER BY createdAt, message")).map(OutboxEntry.init(row:))
     }
 
     /// Which of `messages` wait in the outbox (neither sent nor failed).
+    public func fetchWaiting(among messages: [OperationID]) async throws -> Set<OperationID> {
+        try await database.read { db in try Self.waiting(among: messages, in: db) }
+    }
+
+    /// `fetchWaiting(among:)`, blocking the calling thread.
     public func waiting(among messages: [OperationID]) throws -> Set<OperationID> {
         try database.read { db in try Self.waiting(among: messages, in: db) }
     }

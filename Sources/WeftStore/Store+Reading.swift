@@ -4,63 +4,94 @@ import WeftCrypto
 import WeftModel
 
 // Reads come from SQLite, never from the replica: a process that only queries never loads it.
+//
+// Each read comes twice, as in `Store+Summaries.swift`: `fetch…`, async, for async code (the
+// task waits suspended while GRDB reads on its own threads), and the synchronous one, which
+// blocks the calling thread (tools, tests).
 extension Store {
     // MARK: - Conversations
 
     /// The conversation `id` resolves to: itself, or the canonical conversation it was merged into.
+    public func fetchConversation(_ id: ConversationID) async throws -> ConversationSnapshot? {
+        try await database.read { db in try Self.conversation(id, in: db) }
+    }
+
+    /// `fetchConversation(_:)`, blocking the calling thread.
     public func conversation(_ id: ConversationID) throws -> ConversationSnapshot? {
-        try database.read { db in
-            guard let canonical = try Self.canonical(of: id, in: db) else { return nil }
-            return try Self.conversations(ids: [canonical], in: db).first
-        }
+        try database.read { db in try Self.conversation(id, in: db) }
+    }
+
+    private static func conversation(_ id: ConversationID, in db: Database) throws -> ConversationSnapshot? {
+        guard let canonical = try canonical(of: id, in: db) else { return nil }
+        return try conversations(ids: [canonical], in: db).first
     }
 
     /// Canonical conversations matching `query`.
+    public func fetchConversations(_ query: ConversationQuery) async throws -> [ConversationSnapshot] {
+        try await database.read { db in try Self.conversations(query, in: db) }
+    }
+
+    /// `fetchConversations(_:)`, blocking the calling thread.
     public func conversations(_ query: ConversationQuery) throws -> [ConversationSnapshot] {
-        try database.read { db in
-            let sql = try QueryTranslation.select(query, in: db)
-            let ids = try Data.fetchAll(db, sql: sql.text, arguments: sql.arguments).map { try Stored.conversationID($0, "conversation.id") }
-            return try Self.conversations(ids: ids, in: db)
-        }
+        try database.read { db in try Self.conversations(query, in: db) }
+    }
+
+    private static func conversations(_ query: ConversationQuery, in db: Database) throws -> [ConversationSnapshot] {
+        let sql = try QueryTranslation.select(query, in: db)
+        let ids = try Data.fetchAll(db, sql: sql.text, arguments: sql.arguments).map { try Stored.conversationID($0, "conversation.id") }
+        return try conversations(ids: ids, in: db)
     }
 
     /// How many conversations `query` returns (its offset and limit applied).
+    public func fetchCount(_ query: ConversationQuery) async throws -> Int {
+        try await database.read { db in try Self.count(query, in: db) }
+    }
+
+    /// `fetchCount(_:)`, blocking the calling thread.
     public func count(_ query: ConversationQuery) throws -> Int {
-        try database.read { db in
-            let sql = try QueryTranslation.count(query, in: db)
-            let total = try Int.fetchOne(db, sql: sql.text, arguments: sql.arguments) ?? 0
-            return QueryTranslation.window(total, query.offset, query.limit)
-        }
+        try database.read { db in try Self.count(query, in: db) }
+    }
+
+    private static func count(_ query: ConversationQuery, in db: Database) throws -> Int {
+        let sql = try QueryTranslation.count(query, in: db)
+        let total = try Int.fetchOne(db, sql: sql.text, arguments: sql.arguments) ?? 0
+        return QueryTranslation.window(total, query.offset, query.limit)
     }
 
     /// The canonical conversation `id` resolves to, and whether `user` is one of its
     /// participants; nil if the store has no such conversation: what a send checks before it
     /// posts. For the local user, the answer is kept until a commit changes who is in a
     /// conversation or merges one (`Memberships`); the post's commit checks again anyway.
-    public func membership(of user: UserID, in id: ConversationID) throws -> (canonical: ConversationID, isParticipant: Bool)? {
-        guard user == localUser else { return try Self.membership(of: user, in: id, database: database) }
+    public func fetchMembership(of user: UserID, in id: ConversationID) async throws -> (canonical: ConversationID, isParticipant: Bool)? {
+        // A single statement reads one state of the database on its own, so it runs outside a
+        // transaction: GRDB's BEGIN and COMMIT around it cost more than the query.
+        guard user == localUser else { return try await database.unsafeRead { db in try Self.membership(of: user, in: id, in: db) } }
         let (known, generation) = memberships.withLock { ($0.entries[id], $0.generation) }
         if let known { return known }
-        let found = try Self.membership(of: user, in: id, database: database)
+        let found = try await database.unsafeRead { db in try Self.membership(of: user, in: id, in: db) }
         if let found { memberships.withLock { $0.keep(found, for: id, readAt: generation) } }
         return found
     }
 
-    /// A single statement reads one state of the database on its own, so it runs outside a
-    /// transaction: GRDB's BEGIN and COMMIT around it cost more than the query.
-    private static func membership(
-        of user: UserID, in id: ConversationID, database: any DatabaseWriter
-    ) throws -> (canonical: ConversationID, isParticipant: Bool)? {
-        try database.unsafeRead { db in
-            let row = try Row.fetchOne(
-                db.cached("""
-                    SELECT c.canonical, EXISTS (SELECT 1 FROM participant p WHERE p.conversation = c.canonical AND p.user = ?)
-                    FROM conversation c WHERE c.id = ?
-                    """),
-                arguments: [Data(user.bytes), Data(id.bytes)])
-            guard let row else { return nil }
-            return (try row.conversationID(0, "conversation.canonical"), try row.flag(1, "EXISTS (participant)"))
-        }
+    /// `fetchMembership(of:in:)`, blocking the calling thread.
+    public func membership(of user: UserID, in id: ConversationID) throws -> (canonical: ConversationID, isParticipant: Bool)? {
+        guard user == localUser else { return try database.unsafeRead { db in try Self.membership(of: user, in: id, in: db) } }
+        let (known, generation) = memberships.withLock { ($0.entries[id], $0.generation) }
+        if let known { return known }
+        let found = try database.unsafeRead { db in try Self.membership(of: user, in: id, in: db) }
+        if let found { memberships.withLock { $0.keep(found, for: id, readAt: generation) } }
+        return found
+    }
+
+    private static func membership(of user: UserID, in id: ConversationID, in db: Database) throws -> (canonical: ConversationID, isParticipant: Bool)? {
+        let row = try Row.fetchOne(
+            db.cached("""
+                SELECT c.canonical, EXISTS (SELECT 1 FROM participant p WHERE p.conversation = c.canonical AND p.user = ?)
+                FROM conversation c WHERE c.id = ?
+                """),
+            arguments: [Data(user.bytes), Data(id.bytes)])
+        guard let row else { return nil }
+        return (try row.conversationID(0, "conversation.canonical"), try row.flag(1, "EXISTS (participant)"))
     }
 
     /// The canonical identifier `id` resolves to, nil if the store has no such conversation.
@@ -121,24 +152,33 @@ extension Store {
     // MARK: - Messages
 
     /// One message, by identifier, in its canonical conversation.
+    public func fetchMessage(_ id: OperationID) async throws -> MessageSnapshot? {
+        try await database.read { db in try Self.messageSnapshot(id, in: db) }
+    }
+
+    /// `fetchMessage(_:)`, blocking the calling thread.
     public func message(_ id: OperationID) throws -> MessageSnapshot? {
-        try database.read { db in
-            let rows = try Row.fetchAll(db.cached("\(Self.messageColumns) WHERE m.id = ?"), arguments: [Data(id.bytes)])
-            return try Self.messages(rows: rows, countingFromEnd: true, in: db).first
-        }
+        try database.read { db in try Self.messageSnapshot(id, in: db) }
     }
 
     /// Messages matching `query`. Positions are computed, not stored: they equal the
     /// replica's (the index of each message in its conversation's order, SPEC.md §13.5).
+    public func fetchMessages(_ query: MessageQuery) async throws -> [MessageSnapshot] {
+        try await database.read { db in try Self.messages(query, in: db) }
+    }
+
+    /// `fetchMessages(_:)`, blocking the calling thread.
     public func messages(_ query: MessageQuery) throws -> [MessageSnapshot] {
-        try database.read { db in
-            if let page = try Self.pageFromTheEnd(query, in: db) { return page }
-            let sql = try QueryTranslation.select(query, columns: Self.messageColumns, in: db)
-            let rows = try Row.fetchAll(db, sql: sql.text, arguments: sql.arguments)
-            // Latest-first queries find their positions faster counting from the end.
-            let fromEnd = query.sort.first.map { !$0.ascending && ($0.property == .sentAt || $0.property == .position) } ?? false
-            return try Self.messages(rows: rows, countingFromEnd: fromEnd, firstPosition: Self.firstPosition(of: query), in: db)
-        }
+        try database.read { db in try Self.messages(query, in: db) }
+    }
+
+    private static func messages(_ query: MessageQuery, in db: Database) throws -> [MessageSnapshot] {
+        if let page = try pageFromTheEnd(query, in: db) { return page }
+        let sql = try QueryTranslation.select(query, columns: messageColumns, in: db)
+        let rows = try Row.fetchAll(db, sql: sql.text, arguments: sql.arguments)
+        // Latest-first queries find their positions faster counting from the end.
+        let fromEnd = query.sort.first.map { !$0.ascending && ($0.property == .sentAt || $0.property == .position) } ?? false
+        return try messages(rows: rows, countingFromEnd: fromEnd, firstPosition: firstPosition(of: query), in: db)
     }
 
     /// A page of one conversation in position order that lies in the conversation's second
@@ -174,12 +214,19 @@ extension Store {
     }
 
     /// How many messages `query` returns (its offset and limit applied).
+    public func fetchCount(_ query: MessageQuery) async throws -> Int {
+        try await database.read { db in try Self.count(query, in: db) }
+    }
+
+    /// `fetchCount(_:)`, blocking the calling thread.
     public func count(_ query: MessageQuery) throws -> Int {
-        try database.read { db in
-            let sql = try QueryTranslation.count(query, in: db)
-            let total = try Int.fetchOne(db, sql: sql.text, arguments: sql.arguments) ?? 0
-            return QueryTranslation.window(total, query.offset, query.limit)
-        }
+        try database.read { db in try Self.count(query, in: db) }
+    }
+
+    private static func count(_ query: MessageQuery, in db: Database) throws -> Int {
+        let sql = try QueryTranslation.count(query, in: db)
+        let total = try Int.fetchOne(db, sql: sql.text, arguments: sql.arguments) ?? 0
+        return QueryTranslation.window(total, query.offset, query.limit)
     }
 
     static let messageColumns = """

@@ -75,11 +75,14 @@ struct DamagedColumnTests {
 
     // MARK: - Store+Outbox.swift
 
-    @Test("the outbox: text in attempts, bytes in createdAt, an integer in state")
+    @Test("the outbox: text in attempts, a negative count, bytes in createdAt and in state")
     func outbox() async throws {
         let fixture = try await Fixture()
         try await fixture.damage("UPDATE outbox SET attempts = 'many'")
         await Self.expectDamaged("outbox.attempts", "holds text, not an integer", "the waiting entries") { _ = try fixture.store.outbox() }
+        await Self.expectDamaged("outbox.attempts", "holds text, not an integer", "the waiting entries, async") {
+            _ = try await fixture.store.fetchOutbox()
+        }
         try await fixture.damage("UPDATE outbox SET attempts = -1")
         await Self.expectDamaged("outbox.attempts", "holds -1, not a count", "every entry") { _ = try fixture.store.outboxEntries() }
         try await fixture.damage("UPDATE outbox SET attempts = 0, createdAt = x'0102'")
@@ -99,6 +102,9 @@ struct DamagedColumnTests {
         try await counted.damage("UPDATE log_summary SET operationCount = 'lots'")
         await Self.expectDamaged("log_summary.operationCount", "holds text, not an integer", "the summaries") {
             _ = try counted.store.logSummaries()
+        }
+        await Self.expectDamaged("log_summary.operationCount", "holds text, not an integer", "the summaries, async") {
+            _ = try await counted.store.fetchLogSummaries()
         }
 
         let headed = try await Fixture()
@@ -149,6 +155,7 @@ struct DamagedColumnTests {
         case "conversation", "metadata":
             await Self.expectDamaged(column, problem, "a conversation after \(sql)") { _ = try store.conversation(fixture.conversation) }
             await Self.expectDamaged(column, problem, "a query after \(sql)") { _ = try store.conversations(ConversationQuery()) }
+            await Self.expectDamaged(column, problem, "an async query after \(sql)") { _ = try await store.fetchConversations(ConversationQuery()) }
         case "operation" where column == "operation.wire":
             await Self.expectDamaged(column, problem, "a log after \(sql)") { _ = try store.operations(in: fixture.conversation) }
         case "operation":
@@ -156,6 +163,7 @@ struct DamagedColumnTests {
         default:
             await Self.expectDamaged(column, problem, "a message after \(sql)") { _ = try store.message(fixture.mine) }
             await Self.expectDamaged(column, problem, "a query after \(sql)") { _ = try store.messages(MessageQuery()) }
+            await Self.expectDamaged(column, problem, "an async query after \(sql)") { _ = try await store.fetchMessages(MessageQuery()) }
         }
     }
 
@@ -172,6 +180,15 @@ struct DamagedColumnTests {
         }
         await Self.expectDamaged("operation.wire", "holds an integer, not bytes", "operations by identifier") {
             _ = try store.operations(ids: [fixture.mine])
+        }
+        await Self.expectDamaged("operation.wire", "holds an integer, not bytes", "operations beyond heads, async") {
+            _ = try await store.fetchOperations(in: fixture.conversation, beyond: VersionVector(), limit: 10)
+        }
+        await Self.expectDamaged("operation.wire", "holds an integer, not bytes", "operations by identifier, async") {
+            _ = try await store.fetchOperations(ids: [fixture.mine])
+        }
+        await Self.expectDamaged("operation.wire", "holds an integer, not bytes", "the removal rule, async") {
+            _ = try await fixture.reopened().fetchWithheld(held, from: fixture.peer.user)
         }
         await Self.expectDamaged("operation.wire", "holds an integer, not bytes", "the removal rule on a store without the log") {
             _ = try fixture.reopened().withheld(held, from: fixture.peer.user)

@@ -57,7 +57,7 @@ public final class ClientControlHandler: ControlHandler {
         let conversations = try await call { () async throws(WeftError) in try await client.count(ConversationQuery()) }
         let unsent: Int
         do {
-            unsent = try client.store.outbox().count
+            unsent = try await client.store.fetchOutbox().count
         } catch {
             throw ControlFailure(.storageFailed, "The store failed: \(error).")
         }

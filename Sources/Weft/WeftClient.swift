@@ -55,7 +55,7 @@ public actor WeftClient {
             try await mailbox.createConversation(
                 with: others, distinct: options.distinct, metadata: options.metadata, announce: options.announce)
         }
-        guard let conversation = try conversation(created.conversation) else { throw .unknownConversation(created.conversation.hex) }
+        guard let conversation = try await conversation(created.conversation) else { throw .unknownConversation(created.conversation.hex) }
         return conversation
     }
 
@@ -73,7 +73,7 @@ public actor WeftClient {
     public func setMetadata(_ entries: [String: String?], in conversation: ConversationID) async throws(WeftError) {
         guard !entries.isEmpty else { return }
         try checkLimits(.setMetadata(entries))
-        try await write(.setMetadata(entries), inLogs: [participating(conversation)])
+        try await write(.setMetadata(entries), inLogs: [await participating(conversation)])
     }
 
     // MARK: - Messages
@@ -84,9 +84,9 @@ public actor WeftClient {
     public func send(
         _ parts: [MessagePart], options: MessageOptions = MessageOptions(), in conversation: ConversationID
     ) async throws(WeftError) -> Message {
-        let canonical = try postingLog(parts, options: options, in: conversation)
+        let canonical = try await postingLog(parts, options: options, in: conversation)
         let posted = try await storeWrite { try await mailbox.postShowing(parts, options: options, in: canonical, timeToLive: timeToLiveMilliseconds) }
-        return try sentMessage(posted)
+        return try await sentMessage(posted)
     }
 
     /// A message for `send(_:)`, which sends several at once.
@@ -111,7 +111,7 @@ public actor WeftClient {
         var postings: [(index: Int, posting: Mailbox.Posting)] = []
         for (index, message) in messages.enumerated() {
             do throws(WeftError) {
-                let canonical = try postingLog(message.parts, options: message.options, in: message.conversation)
+                let canonical = try await postingLog(message.parts, options: message.options, in: message.conversation)
                 postings.append((index, Mailbox.Posting(message.parts, options: message.options, in: canonical, timeToLive: timeToLiveMilliseconds)))
             } catch {
                 results[index] = .failure(error)
@@ -119,17 +119,28 @@ public actor WeftClient {
         }
         let outcomes = await mailbox.postShowing(postings.map(\.posting))
         for ((index, _), outcome) in zip(postings, outcomes) {
-            results[index] = outcome.mapError(Self.translate).flatMap { posted in Result { () throws(WeftError) in try sentMessage(posted) } }
+            switch outcome {
+            case .success(let posted):
+                do throws(WeftError) {
+                    results[index] = .success(try await sentMessage(posted))
+                } catch {
+                    results[index] = .failure(error)
+                }
+            case .failure(let error):
+                results[index] = .failure(Self.translate(error))
+            }
         }
         return results.map { $0! }
     }
 
     /// Validates a message for sending; returns the log it goes to (the canonical conversation).
-    private func postingLog(_ parts: [MessagePart], options: MessageOptions, in conversation: ConversationID) throws(WeftError) -> ConversationID {
+    private func postingLog(
+        _ parts: [MessagePart], options: MessageOptions, in conversation: ConversationID
+    ) async throws(WeftError) -> ConversationID {
         guard !parts.isEmpty else { throw .noParts }
         for part in parts where !MessagePart.isValidMIMEType(part.mimeType) { throw .invalidMIMEType(part.mimeType) }
         try checkLimits(.postMessage(parts: parts, options: options))
-        guard let membership = try storeCall({ try store.membership(of: localUser, in: conversation) }) else {
+        guard let membership = try await storeRead({ try await store.fetchMembership(of: localUser, in: conversation) }) else {
             throw .unknownConversation(conversation.hex)
         }
         guard membership.isParticipant else { throw .notAParticipant }
@@ -139,17 +150,17 @@ public actor WeftClient {
     private var timeToLiveMilliseconds: UInt64 { UInt64(timeToLive.components.seconds) * 1000 }
 
     /// The message a post stored, as its commit wrote it (in the outbox, so not sent yet).
-    private func sentMessage(_ posted: (post: SignedOperation, message: MessageSnapshot?)) throws(WeftError) -> Message {
+    private func sentMessage(_ posted: (post: SignedOperation, message: MessageSnapshot?)) async throws(WeftError) -> Message {
         if let snapshot = posted.message { return Message(snapshot, localUser: localUser, unsent: true) }
-        guard let message = try message(posted.post.id) else { throw .unknownMessage(posted.post.id.hex) }
+        guard let message = try await message(posted.post.id) else { throw .unknownMessage(posted.post.id.hex) }
         return message
     }
 
     /// Marks one message read by the local user.
     public func markAsRead(_ message: OperationID) async throws(WeftError) {
-        guard let target = try self.message(message) else { throw .unknownMessage(message.hex) }
+        guard let target = try await self.message(message) else { throw .unknownMessage(message.hex) }
         guard target.sender != localUser, target.isUnread else { return }
-        try await write(.read([message]), inLogs: [postedTo(message)])
+        try await write(.read([message]), inLogs: [await postedTo(message)])
     }
 
     /// Marks every message of the conversation read with one operation per merged log: a
@@ -160,9 +171,9 @@ public actor WeftClient {
 
     /// Deletes the local user's own message for everyone.
     public func delete(_ message: OperationID) async throws(WeftError) {
-        guard let target = try self.message(message) else { throw .unknownMessage(message.hex) }
+        guard let target = try await self.message(message) else { throw .unknownMessage(message.hex) }
         guard target.sender == localUser else { throw .notPermitted("only the sender may delete a message") }
-        try await write(.deleteMessage(message), inLogs: [postedTo(message)])
+        try await write(.deleteMessage(message), inLogs: [await postedTo(message)])
     }
 
     // MARK: - Receiving
@@ -181,36 +192,39 @@ public actor WeftClient {
     }
 
     // MARK: - Reading
+    //
+    // Reads are async: the store reads on GRDB's threads while the client's task waits
+    // suspended, so no thread of the cooperative pool waits on SQLite.
 
     /// The conversation, or the one it was merged into.
-    public func conversation(_ id: ConversationID) throws(WeftError) -> Conversation? {
-        try storeCall { try store.conversation(id) }.map(Conversation.init)
+    public func conversation(_ id: ConversationID) async throws(WeftError) -> Conversation? {
+        try await storeRead { try await store.fetchConversation(id) }.map(Conversation.init)
     }
 
-    public func message(_ id: OperationID) throws(WeftError) -> Message? {
-        guard let snapshot = try storeCall({ try store.message(id) }) else { return nil }
-        return Message(snapshot, localUser: localUser, unsent: try unsentMessages(among: [snapshot.id]).contains(snapshot.id))
+    public func message(_ id: OperationID) async throws(WeftError) -> Message? {
+        guard let snapshot = try await storeRead({ try await store.fetchMessage(id) }) else { return nil }
+        return Message(snapshot, localUser: localUser, unsent: try await unsentMessages(among: [snapshot.id]).contains(snapshot.id))
     }
 
-    public func conversations(_ query: ConversationQuery = ConversationQuery()) throws(WeftError) -> [Conversation] {
-        try storeCall { try store.conversations(query) }.map(Conversation.init)
+    public func conversations(_ query: ConversationQuery = ConversationQuery()) async throws(WeftError) -> [Conversation] {
+        try await storeRead { try await store.fetchConversations(query) }.map(Conversation.init)
     }
 
-    public func messages(_ query: MessageQuery) throws(WeftError) -> [Message] {
-        let snapshots = try storeCall { try store.messages(query) }
-        let unsent = try unsentMessages(among: snapshots.map(\.id))
+    public func messages(_ query: MessageQuery) async throws(WeftError) -> [Message] {
+        let snapshots = try await storeRead { try await store.fetchMessages(query) }
+        let unsent = try await unsentMessages(among: snapshots.map(\.id))
         return snapshots.map { Message($0, localUser: localUser, unsent: unsent.contains($0.id)) }
     }
 
-    public func count(_ query: ConversationQuery) throws(WeftError) -> Int { try storeCall { try store.count(query) } }
-    public func count(_ query: MessageQuery) throws(WeftError) -> Int { try storeCall { try store.count(query) } }
+    public func count(_ query: ConversationQuery) async throws(WeftError) -> Int { try await storeRead { try await store.fetchCount(query) } }
+    public func count(_ query: MessageQuery) async throws(WeftError) -> Int { try await storeRead { try await store.fetchCount(query) } }
 
     /// The object named by a `weft:///` URL as soon as it exists, or `timedOut`.
     public func waitForObject(_ url: URL, timeout: Duration) async throws(WeftError) -> ObjectChange.Object {
         let identifier = try WeftIdentifier(url: url)
         // Subscribed before the first look, so nothing committed in between is missed.
         let changes = store.changes()
-        if let found = try lookUp(identifier) { return found }
+        if let found = try await lookUp(identifier) { return found }
         let deadline = ContinuousClock.now + timeout
         let outcome: Result<ObjectChange.Object?, WeftError> = await withTaskGroup(of: Result<ObjectChange.Object?, WeftError>.self) { group in
             group.addTask {
@@ -233,14 +247,14 @@ public actor WeftClient {
         }
         if let found = try outcome.get() { return found }
         // A change may have landed between the last check and the deadline.
-        if let found = try lookUp(identifier) { return found }
+        if let found = try await lookUp(identifier) { return found }
         throw .timedOut(identifier.description)
     }
 
-    private func lookUp(_ identifier: WeftIdentifier) throws(WeftError) -> ObjectChange.Object? {
+    private func lookUp(_ identifier: WeftIdentifier) async throws(WeftError) -> ObjectChange.Object? {
         switch identifier {
-        case .conversation(let id): try conversation(id).map(ObjectChange.Object.conversation)
-        case .message(let id): try message(id).map(ObjectChange.Object.message)
+        case .conversation(let id): try await conversation(id).map(ObjectChange.Object.conversation)
+        case .message(let id): try await message(id).map(ObjectChange.Object.message)
         }
     }
 
@@ -272,21 +286,21 @@ public actor WeftClient {
     /// the whole merged conversation (SPEC §13.3).
     private func writeToGroup(_ body: OperationBody, _ conversation: ConversationID) async throws(WeftError) {
         try checkLimits(body)
-        let canonical = try participating(conversation)
-        guard let found = try self.conversation(canonical) else { throw .unknownConversation(canonical.hex) }
+        let canonical = try await participating(conversation)
+        guard let found = try await self.conversation(canonical) else { throw .unknownConversation(canonical.hex) }
         try await write(body, inLogs: [canonical] + found.mergedIdentifiers)
     }
 
     /// The canonical conversation, if the local user is a participant of it.
-    private func participating(_ conversation: ConversationID) throws(WeftError) -> ConversationID {
-        guard let found = try self.conversation(conversation) else { throw .unknownConversation(conversation.hex) }
+    private func participating(_ conversation: ConversationID) async throws(WeftError) -> ConversationID {
+        guard let found = try await self.conversation(conversation) else { throw .unknownConversation(conversation.hex) }
         guard found.participants.contains(localUser) else { throw .notAParticipant }
         return found.id
     }
 
     /// The log a message was posted to (receipts and deletions must follow it there).
-    private func postedTo(_ message: OperationID) throws(WeftError) -> ConversationID {
-        guard let found = try storeCall({ try store.message(message) }) else { throw .unknownMessage(message.hex) }
+    private func postedTo(_ message: OperationID) async throws(WeftError) -> ConversationID {
+        guard let found = try await storeRead({ try await store.fetchMessage(message) }) else { throw .unknownMessage(message.hex) }
         return found.postedTo
     }
 
@@ -297,15 +311,15 @@ public actor WeftClient {
         if let violation = body.limitViolation { throw .tooLarge(violation) }
     }
 
-    /// Messages still waiting in the outbox (`Store.outbox()` lists only those).
-    /// Which of `messages` wait in the outbox.
-    private func unsentMessages(among messages: [OperationID]) throws(WeftError) -> Set<OperationID> {
-        try storeCall { try store.waiting(among: messages) }
+    /// Which of `messages` wait in the outbox (`Store.fetchOutbox()` lists only those).
+    private func unsentMessages(among messages: [OperationID]) async throws(WeftError) -> Set<OperationID> {
+        try await storeRead { try await store.fetchWaiting(among: messages) }
     }
 
-    private func storeCall<T>(_ body: () throws -> T) throws(WeftError) -> T {
+    /// A store read; any failure is a storage failure.
+    private func storeRead<T>(_ body: () async throws -> T) async throws(WeftError) -> T {
         do {
-            return try body()
+            return try await body()
         } catch {
             throw .storage("\(error)")
         }

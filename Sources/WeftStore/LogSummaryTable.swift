@@ -56,13 +56,13 @@ struct LogSummaryTable {
                 db.cached("SELECT digest, operationCount, lastActivity, isPublished, isPruned FROM log_summary WHERE conversation = ?"),
                 arguments: [key])
             {
-                if row[4] as Bool {
+                if try row.flag(4, "log_summary.isPruned") {
                     try dropTombstone(conversation)
                 } else {
                     digest = try Self.digest(row, 0)
-                    count = row[1]
-                    lastActivity = HLCTimestamp(databaseValue: row[2])
-                    isPublished = row[3]
+                    count = try row.count(1, "log_summary.operationCount")
+                    lastActivity = HLCTimestamp(databaseValue: try row.integer(2, "log_summary.lastActivity"))
+                    isPublished = try row.flag(3, "log_summary.isPublished")
                 }
             }
             for op in ops {
@@ -146,7 +146,7 @@ struct LogSummaryTable {
         func readHeads(_ cursor: RowCursor) throws {
             while let row = try cursor.next() {
                 heads[try row.conversationID(0, "log_head.conversation"), default: VersionVector()]
-                    .set(try row.userID(1, "log_head.author"), UInt64(bitPattern: row[2]))
+                    .set(try row.userID(1, "log_head.author"), UInt64(bitPattern: try row.integer(2, "log_head.head")))
             }
         }
         if let conversations {
@@ -163,8 +163,10 @@ struct LogSummaryTable {
         return try rows.map { row in
             let id = try row.conversationID(0, "log_summary.conversation")
             return LogSummary(
-                conversation: id, heads: heads[id] ?? VersionVector(), digest: try Self.digest(row, 1), operationCount: row[2],
-                lastActivity: HLCTimestamp(databaseValue: row[3]), isPublished: row[4], isPruned: row[5])
+                conversation: id, heads: heads[id] ?? VersionVector(), digest: try Self.digest(row, 1),
+                operationCount: try row.count(2, "log_summary.operationCount"),
+                lastActivity: HLCTimestamp(databaseValue: try row.integer(3, "log_summary.lastActivity")),
+                isPublished: try row.flag(4, "log_summary.isPublished"), isPruned: try row.flag(5, "log_summary.isPruned"))
         }
     }
 
@@ -190,10 +192,10 @@ struct LogSummaryTable {
             var summary = summaries[conversation] ?? LogSummary(conversation: conversation, isPublished: false)
             summary.digest.insert(id)
             summary.operationCount += 1
-            summary.lastActivity = max(summary.lastActivity, HLCTimestamp(databaseValue: row[4]))
+            summary.lastActivity = max(summary.lastActivity, HLCTimestamp(databaseValue: try row.integer(4, "operation.timestamp")))
             summaries[conversation] = summary
             sequences[conversation, default: [:]][try row.userID(2, "operation.author"), default: []]
-                .insert(UInt64(bitPattern: row[3]))
+                .insert(UInt64(bitPattern: try row.integer(3, "operation.sequence")))
         }
         var result: [ConversationID: (LogSummary, [UserID: Set<UInt64>])] = [:]
         for (conversation, var summary) in summaries {

@@ -46,7 +46,8 @@ public final class Mailbox: Sendable {
     /// stored that are addressed to the local user: one receipt operation per conversation log
     /// (`Applied.acknowledgements`).
     public func receive(_ operations: [SignedOperation]) async throws -> Store.Applied {
-        try await receive(store.checkSignatures(operations))
+        let batch = try await store.checkSignatures(operations)
+        return try await receive(batch)
     }
 
     /// `receive(_:)` for operations whose signatures were checked beforehand

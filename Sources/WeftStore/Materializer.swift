@@ -323,10 +323,10 @@ struct Materializer {
             try insertMessage(snapshot)
             return
         }
-        let number: Int64 = row[0]
+        let number = try row.integer(0, "message.number")
         let conversation = Data(snapshot.conversation.bytes)
         let unread = replica.isUnread(snapshot.id, postedTo: snapshot.postedTo)
-        if row[1] as Data != conversation || row[2] as Bool != unread {
+        if try row.blob(1, "message.conversation") != conversation || row.flag(2, "message.isUnread") != unread {
             try db.cachedStatement(sql: "UPDATE message SET conversation = ?, isUnread = ? WHERE number = ?")
                 .execute(arguments: [conversation, unread, number])
         }
@@ -389,7 +389,7 @@ struct Materializer {
             let id = try row.operationID(0, "message.id")
             let postedTo = try row.conversationID(1, "message.postedTo")
             let unread = replica.isUnread(id, postedTo: postedTo)
-            if unread != (row[2] as Bool) { try update.execute(arguments: [unread, row[0] as Data]) }
+            if try unread != row.flag(2, "message.isUnread") { try update.execute(arguments: [unread, Data(id.bytes)]) }
         }
     }
 

@@ -17,7 +17,8 @@ import WeftModel
 /// its last thread.
 // @unchecked Sendable: every mutable property (`waiting`, `threadCount`, and the batches'
 // counters) is read and written only with `condition` locked. Bounded: at most one thread per
-// core, and `waiting` holds only batches whose callers are blocked in `check` waiting for them.
+// core, and `waiting` holds only batches whose callers wait for them (suspended in `check`, or
+// blocked in `checkBlocking`).
 final class SignatureCheckers: @unchecked Sendable {
     /// One checker per core.
     static let shared = SignatureCheckers(threads: max(1, ProcessInfo.processInfo.activeProcessorCount))
@@ -48,20 +49,36 @@ final class SignatureCheckers: @unchecked Sendable {
     }
 
     /// Whether each signature verifies; an operation marked in `known` is reported valid
-    /// without a check. Blocks the caller until every chunk is checked.
-    func check(_ operations: [SignedOperation], skipping known: [Bool]?) -> [Bool] {
-        let count = operations.count
-        guard count > 0 else { return [] }
-        return [Bool](unsafeUninitializedCapacity: count) { buffer, initialized in
-            let batch = Batch(operations: operations, known: known, results: buffer)
-            condition.lock()
-            waiting.append(batch)
-            while threadCount < min(maxThreads, batch.chunkCount) { startThread() }
-            condition.broadcast()
-            condition.unlock()
-            batch.done.wait()
-            initialized = count
+    /// without a check. Suspends the calling task, never blocking its thread: the thread that
+    /// checks the last chunk resumes it. Cancelling the task does not stop the check.
+    func check(_ operations: [SignedOperation], skipping known: [Bool]?) async -> [Bool] {
+        guard !operations.isEmpty else { return [] }
+        return await withCheckedContinuation { continuation in
+            enqueue(Batch(operations: operations, known: known) { continuation.resume(returning: $0) })
         }
+    }
+
+    /// `check(_:skipping:)` that blocks the calling thread until every chunk is checked: never
+    /// from async code (a thread of the cooperative pool blocked here is lost to every task).
+    func checkBlocking(_ operations: [SignedOperation], skipping known: [Bool]?) -> [Bool] {
+        guard !operations.isEmpty else { return [] }
+        let done = DispatchSemaphore(value: 0)
+        let outcome = BlockingOutcome()
+        enqueue(Batch(operations: operations, known: known) { results in
+            outcome.results = results
+            done.signal()
+        })
+        done.wait()
+        return outcome.results
+    }
+
+    /// Queues a batch for the threads, starting those it can use.
+    private func enqueue(_ batch: Batch) {
+        condition.lock()
+        waiting.append(batch)
+        while threadCount < min(maxThreads, batch.chunkCount) { startThread() }
+        condition.broadcast()
+        condition.unlock()
     }
 
     private func run() {
@@ -86,35 +103,52 @@ final class SignatureCheckers: @unchecked Sendable {
             batch.remaining -= 1
             let finished = batch.remaining == 0
             condition.unlock()
-            if finished { batch.done.signal() }
+            if finished { batch.finish() }
         }
+    }
+
+    /// The results a blocked caller reads once its batch is done.
+    // @unchecked Sendable: written once by the thread that finishes the batch, before it
+    // signals the semaphore; read by the caller only after the semaphore's wait returns.
+    private final class BlockingOutcome: @unchecked Sendable {
+        var results: [Bool] = []
     }
 
     /// One call's operations, checked a chunk at a time by whichever threads are free.
     // @unchecked Sendable: the counters change only under the pool's lock; each result is
-    // written by the one thread that took its chunk, and read after `done` (which orders it).
+    // written by the one thread that took its chunk, and read by the thread that finishes the
+    // batch, after every chunk's thread took the lock to count itself done (which orders it).
     private final class Batch: @unchecked Sendable {
         let operations: [SignedOperation]
         let known: [Bool]?
-        let results: UnsafeMutableBufferPointer<Bool>
         let chunkCount: Int
         var nextChunk = 0
         var remaining: Int
-        let done = DispatchSemaphore(value: 0)
+        /// Per operation, whether its signature verifies (false until its chunk is checked).
+        private let results: UnsafeMutableBufferPointer<Bool>
+        /// Called once, with the results, when the last chunk is checked.
+        private let completion: @Sendable ([Bool]) -> Void
 
-        init(operations: [SignedOperation], known: [Bool]?, results: UnsafeMutableBufferPointer<Bool>) {
+        init(operations: [SignedOperation], known: [Bool]?, completion: @escaping @Sendable ([Bool]) -> Void) {
             self.operations = operations
             self.known = known
-            self.results = results
             self.chunkCount = (operations.count + SignatureCheckers.chunkSize - 1) / SignatureCheckers.chunkSize
             self.remaining = chunkCount
+            self.results = .allocate(capacity: operations.count)
+            self.results.initialize(repeating: false)
+            self.completion = completion
         }
+
+        deinit { results.deallocate() }
 
         func check(_ chunk: Int) {
             let start = chunk * SignatureCheckers.chunkSize
             for index in start..<min(operations.count, start + SignatureCheckers.chunkSize) {
-                (results.baseAddress! + index).initialize(to: known?[index] == true || operations[index].hasValidSignature)
+                results[index] = known?[index] == true || operations[index].hasValidSignature
             }
         }
+
+        /// Hands the results to the caller: called by the thread that checked the last chunk.
+        func finish() { completion(Array(results)) }
     }
 }

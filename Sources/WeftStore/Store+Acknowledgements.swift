@@ -13,42 +13,58 @@ extension Store {
     /// messages that became sent.
     @discardableResult
     public func markSent(acknowledged ranges: [SlotRange]) async throws -> [OperationID] {
-        try await markSent(among: try unsentMessages(acknowledgedIn: ranges))
+        try await markSent(among: try await fetchUnsentMessages(acknowledgedIn: ranges))
     }
 
     /// The local user's messages not sent yet (waiting, or failed) whose operations lie in
     /// `ranges`, leaving out any whose slot holds another operation here too.
-    public func unsentMessages(acknowledgedIn ranges: [SlotRange]) throws -> [OperationID] {
+    func fetchUnsentMessages(acknowledgedIn ranges: [SlotRange]) async throws -> [OperationID] {
+        let candidates = unsentCandidates(in: ranges)
+        guard !candidates.isEmpty else { return [] }
         let localUser = self.localUser
+        return try await database.read { db in try Self.unsentMessages(among: candidates, localUser: localUser, in: db) }
+    }
+
+    /// `fetchUnsentMessages(acknowledgedIn:)`, blocking the calling thread.
+    public func unsentMessages(acknowledgedIn ranges: [SlotRange]) throws -> [OperationID] {
+        let candidates = unsentCandidates(in: ranges)
+        guard !candidates.isEmpty else { return [] }
+        return try database.read { db in try Self.unsentMessages(among: candidates, localUser: localUser, in: db) }
+    }
+
+    /// The unsent messages `UnsentSlots` places in the local user's slots among `ranges`.
+    private func unsentCandidates(in ranges: [SlotRange]) -> [UnsentSlots.Candidate] {
         let own = ranges.filter { $0.author == localUser }
         guard !own.isEmpty else { return [] }
-        let candidates = unsent.withLock { $0.messages(in: own) }
-        guard !candidates.isEmpty else { return [] }
-        return try database.read { db in
-            var messages: [OperationID] = []
-            var start = candidates.startIndex
-            while start < candidates.endIndex {
-                let log = candidates[start].log
-                let end = candidates[start...].firstIndex { $0.log != log } ?? candidates.endIndex
-                // The local user's operations in the log that are not accepted: almost always
-                // none, and then no slot holds another (a slot holds one accepted operation).
-                let refused = try Row.fetchAll(
-                    db.cached("SELECT id, sequence FROM operation WHERE conversation = ? AND status IN ('pending', 'rejected') AND author = ?"),
-                    arguments: [Data(log.bytes), Data(localUser.bytes)])
-                for candidate in candidates[start..<end] {
-                    if !refused.isEmpty {
-                        let isAccepted = !refused.contains { ($0[0] as Data) == Data(candidate.message.bytes) }
-                        guard try !Self.slotHoldsAnother(
-                            than: candidate.message, conversation: log, author: localUser, sequence: candidate.sequence,
-                            isAccepted: isAccepted, in: db)
-                        else { continue }
-                    }
-                    messages.append(candidate.message)
+        return unsent.withLock { $0.messages(in: own) }
+    }
+
+    /// `candidates` (sorted by log) less those whose slot holds another operation.
+    private static func unsentMessages(among candidates: [UnsentSlots.Candidate], localUser: UserID, in db: Database) throws -> [OperationID] {
+        var messages: [OperationID] = []
+        var start = candidates.startIndex
+        while start < candidates.endIndex {
+            let log = candidates[start].log
+            let end = candidates[start...].firstIndex { $0.log != log } ?? candidates.endIndex
+            // The local user's operations in the log that are not accepted: almost always
+            // none, and then no slot holds another (a slot holds one accepted operation).
+            let refused = try Set(Row.fetchAll(
+                db.cached("SELECT id FROM operation WHERE conversation = ? AND status IN ('pending', 'rejected') AND author = ?"),
+                arguments: [Data(log.bytes), Data(localUser.bytes)]
+            ).map { try $0.operationID(0, "operation.id") })
+            for candidate in candidates[start..<end] {
+                if !refused.isEmpty {
+                    let isAccepted = !refused.contains(candidate.message)
+                    guard try !slotHoldsAnother(
+                        than: candidate.message, conversation: log, author: localUser, sequence: candidate.sequence,
+                        isAccepted: isAccepted, in: db)
+                    else { continue }
                 }
-                start = end
+                messages.append(candidate.message)
             }
-            return messages
+            start = end
         }
+        return messages
     }
 
     /// Notes the outbox entries of a local batch being committed in `UnsentSlots`, by the slots
@@ -69,7 +85,9 @@ extension Store {
                 db.cached("SELECT conversation, sequence FROM operation WHERE id = ? AND author = ?"),
                 arguments: [Data(entry.message.bytes), Data(localUser.bytes)])
             {
-                slots.append((entry.message, try row.conversationID(0, "operation.conversation"), UInt64(bitPattern: row[1])))
+                slots.append((
+                    entry.message, try row.conversationID(0, "operation.conversation"),
+                    UInt64(bitPattern: try row.integer(1, "operation.sequence"))))
             }
         }
         unsent.withLock { unsent in
@@ -88,7 +106,7 @@ extension Store {
         {
             slots.insert(
                 try row.operationID(0, "operation.id"), log: try row.conversationID(1, "operation.conversation"),
-                sequence: UInt64(bitPattern: row[2]))
+                sequence: UInt64(bitPattern: try row.integer(2, "operation.sequence")))
         }
         return slots
     }

@@ -82,7 +82,8 @@ extension Store {
             let message = try row.operationID(0, "outbox.message")
             try db.execute(sql: "UPDATE outbox SET recipientsChecked = 1 WHERE message = ?", arguments: [Data(message.bytes)])
             guard let before = try messageSnapshot(message, in: db) else { continue }
-            let reason = DeliveryFailure.expired(timeToLive: UInt64(clamping: row[1] as Int64)).description
+            let timeToLive = try row.integer(1, "outbox.expiresAt - outbox.createdAt")
+            let reason = DeliveryFailure.expired(timeToLive: UInt64(clamping: timeToLive)).description
             guard !(try recordFailures(of: before, to: nil, reason: reason, now: now, in: db)).isEmpty,
                 let after = try messageSnapshot(message, in: db)
             else { continue }
@@ -109,7 +110,8 @@ extension Store {
                 db.cached("SELECT message, recipient, reason FROM delivery_failure WHERE message IN (\(marks))"),
                 arguments: StatementArguments(chunk))
             {
-                reasons[row[0], default: [:]][try row.userID(1, "delivery_failure.recipient")] = row[2] as String
+                reasons[try row.blob(0, "delivery_failure.message"), default: [:]][try row.userID(1, "delivery_failure.recipient")] =
+                    try row.text(2, "delivery_failure.reason")
             }
         }
         return reasons

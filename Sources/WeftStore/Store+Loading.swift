@@ -22,24 +22,24 @@ extension Store {
     var loadedConversations: Set<ConversationID> { state.withLock { $0.replica?.loadedConversations ?? [] } }
 
     /// A partial replica knowing every conversation's creation, with no log loaded.
-    static func indexedReplica(from database: any DatabaseWriter, localUser: UserID) throws -> Replica {
-        try database.read { db in
-            // A log's first accepted operation is its creation (everything else follows it), and
-            // every log held has a summary (a conversation row only those shown, SPEC.md §14.9).
-            let rows = try Row.fetchCursor(db, sql: """
-                SELECT o.id, o.wire, o.kind FROM log_summary s
-                JOIN operation o ON o.appliedOrder = (
-                    SELECT MIN(appliedOrder) FROM operation WHERE conversation = s.conversation AND status = 'accepted')
-                """)
-            var creations: [SignedOperation] = []
-            while let row = try rows.next() {
-                let kind: Int = row[2]
-                guard kind == 1  // a creation (SPEC.md §12.3)
-                else { throw StoreError(.damagedLog, "a conversation's first accepted operation \((row[0] as Data).hexPrefix) is not its creation") }
-                creations.append(try decode(row))
+    static func indexedReplica(in db: Database, localUser: UserID) throws -> Replica {
+        // A log's first accepted operation is its creation (everything else follows it), and
+        // every log held has a summary (a conversation row only those shown, SPEC.md §14.9).
+        let rows = try Row.fetchCursor(db, sql: """
+            SELECT o.id, o.wire, o.kind FROM log_summary s
+            JOIN operation o ON o.appliedOrder = (
+                SELECT MIN(appliedOrder) FROM operation WHERE conversation = s.conversation AND status = 'accepted')
+            """)
+        var creations: [SignedOperation] = []
+        while let row = try rows.next() {
+            guard try row.integer(2, "operation.kind") == 1  // a creation (SPEC.md §12.3)
+            else {
+                throw StoreError(
+                    .damagedLog, "a conversation's first accepted operation \(try row.blob(0, "operation.id").hexPrefix) is not its creation")
             }
-            return Replica(localUser: localUser, creations: creations)
+            creations.append(try decodeOperation(row))
         }
+        return Replica(localUser: localUser, creations: creations)
     }
 
     /// Loads into `replica` the logs it lacks for applying or building `operations` (see
@@ -54,7 +54,7 @@ extension Store {
         let rows = try Row.fetchCursor(
             db, sql: "SELECT id, wire FROM operation WHERE conversation = ? ORDER BY appliedOrder", arguments: [Data(id.bytes)])
         var operations: [SignedOperation] = []
-        while let row = try rows.next() { operations.append(try decode(row)) }
+        while let row = try rows.next() { operations.append(try decodeOperation(row)) }
         return operations
     }
 
@@ -74,7 +74,7 @@ extension Store {
             var chunk: [SignedOperation] = []
             chunk.reserveCapacity(4096)
             while let row = try rows.next() {
-                chunk.append(try decode(row))
+                chunk.append(try decodeOperation(row))
                 if chunk.count == 4096 {
                     _ = replica.apply(verified: chunk)
                     chunk.removeAll(keepingCapacity: true)
@@ -83,15 +83,5 @@ extension Store {
             _ = replica.apply(verified: chunk)
         }
         return replica
-    }
-
-    /// An operation from its row's `id` and `wire` columns.
-    private static func decode(_ row: Row) throws -> SignedOperation {
-        let id: Data = row[0]
-        do {
-            return try SignedOperation(wireBytes: [UInt8](row[1] as Data), claimedID: OperationID(bytes: [UInt8](id)))
-        } catch {
-            throw StoreError(.damagedLog, "operation \(id.hexPrefix) in the log does not decode: \(error)")
-        }
     }
 }

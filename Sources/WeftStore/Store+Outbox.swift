@@ -9,14 +9,25 @@ extension Store {
     static let outboxColumns = "SELECT message, conversation, createdAt, expiresAt, attempts, state, reason FROM outbox"
 
     /// Entries still waiting to be sent (neither sent nor failed), oldest first.
+    public func fetchOutbox() async throws -> [OutboxEntry] {
+        try await database.read(Self.waitingEntries)
+    }
+
+    /// `fetchOutbox()`, blocking the calling thread.
     public func outbox() throws -> [OutboxEntry] {
-        try database.read { db in
-            try Row.fetchAll(db.cached("\(Self.outboxColumns) WHERE state = 'waiting' ORDER BY createdAt, message"))
-                .map(OutboxEntry.init(row:))
-        }
+        try database.read(Self.waitingEntries)
+    }
+
+    private static func waitingEntries(in db: Database) throws -> [OutboxEntry] {
+        try Row.fetchAll(db.cached("\(outboxColumns) WHERE state = 'waiting' ORDER BY createdAt, message")).map(OutboxEntry.init(row:))
     }
 
     /// Which of `messages` wait in the outbox (neither sent nor failed).
+    public func fetchWaiting(among messages: [OperationID]) async throws -> Set<OperationID> {
+        try await database.read { db in try Self.waiting(among: messages, in: db) }
+    }
+
+    /// `fetchWaiting(among:)`, blocking the calling thread.
     public func waiting(among messages: [OperationID]) throws -> Set<OperationID> {
         try database.read { db in try Self.waiting(among: messages, in: db) }
     }
@@ -177,14 +188,15 @@ extension OutboxEntry {
     /// An entry from a row of `Store.outboxColumns`.
     init(row: Row) throws {
         let state: State =
-            switch row[5] as String {
+            switch try row.text(5, "outbox.state") {
             case "sent": .sent
-            case "failed": .failed(reason: row[6] ?? "")
+            case "failed": .failed(reason: try row.optionalText(6, "outbox.reason") ?? "")
             default: .waiting
             }
         self.init(
             message: try row.operationID(0, "outbox.message"), conversation: try row.conversationID(1, "outbox.conversation"),
-            createdAt: UInt64(clamping: row[2] as Int64), timeToLive: 0, attempts: row[4], state: state)
-        expiresAt = UInt64(clamping: row[3] as Int64)
+            createdAt: UInt64(clamping: try row.integer(2, "outbox.createdAt")), timeToLive: 0,
+            attempts: try row.count(4, "outbox.attempts"), state: state)
+        expiresAt = UInt64(clamping: try row.integer(3, "outbox.expiresAt"))
     }
 }

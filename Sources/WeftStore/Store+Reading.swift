@@ -4,63 +4,94 @@ import WeftCrypto
 import WeftModel
 
 // Reads come from SQLite, never from the replica: a process that only queries never loads it.
+//
+// Each read comes twice, as in `Store+Summaries.swift`: `fetch…`, async, for async code (the
+// task waits suspended while GRDB reads on its own threads), and the synchronous one, which
+// blocks the calling thread (tools, tests).
 extension Store {
     // MARK: - Conversations
 
     /// The conversation `id` resolves to: itself, or the canonical conversation it was merged into.
+    public func fetchConversation(_ id: ConversationID) async throws -> ConversationSnapshot? {
+        try await database.read { db in try Self.conversation(id, in: db) }
+    }
+
+    /// `fetchConversation(_:)`, blocking the calling thread.
     public func conversation(_ id: ConversationID) throws -> ConversationSnapshot? {
-        try database.read { db in
-            guard let canonical = try Self.canonical(of: id, in: db) else { return nil }
-            return try Self.conversations(ids: [canonical], in: db).first
-        }
+        try database.read { db in try Self.conversation(id, in: db) }
+    }
+
+    private static func conversation(_ id: ConversationID, in db: Database) throws -> ConversationSnapshot? {
+        guard let canonical = try canonical(of: id, in: db) else { return nil }
+        return try conversations(ids: [canonical], in: db).first
     }
 
     /// Canonical conversations matching `query`.
+    public func fetchConversations(_ query: ConversationQuery) async throws -> [ConversationSnapshot] {
+        try await database.read { db in try Self.conversations(query, in: db) }
+    }
+
+    /// `fetchConversations(_:)`, blocking the calling thread.
     public func conversations(_ query: ConversationQuery) throws -> [ConversationSnapshot] {
-        try database.read { db in
-            let sql = try QueryTranslation.select(query, in: db)
-            let ids = try Data.fetchAll(db, sql: sql.text, arguments: sql.arguments).map { try Stored.conversationID($0, "conversation.id") }
-            return try Self.conversations(ids: ids, in: db)
-        }
+        try database.read { db in try Self.conversations(query, in: db) }
+    }
+
+    private static func conversations(_ query: ConversationQuery, in db: Database) throws -> [ConversationSnapshot] {
+        let sql = try QueryTranslation.select(query, in: db)
+        let ids = try Data.fetchAll(db, sql: sql.text, arguments: sql.arguments).map { try Stored.conversationID($0, "conversation.id") }
+        return try conversations(ids: ids, in: db)
     }
 
     /// How many conversations `query` returns (its offset and limit applied).
+    public func fetchCount(_ query: ConversationQuery) async throws -> Int {
+        try await database.read { db in try Self.count(query, in: db) }
+    }
+
+    /// `fetchCount(_:)`, blocking the calling thread.
     public func count(_ query: ConversationQuery) throws -> Int {
-        try database.read { db in
-            let sql = try QueryTranslation.count(query, in: db)
-            let total = try Int.fetchOne(db, sql: sql.text, arguments: sql.arguments) ?? 0
-            return QueryTranslation.window(total, query.offset, query.limit)
-        }
+        try database.read { db in try Self.count(query, in: db) }
+    }
+
+    private static func count(_ query: ConversationQuery, in db: Database) throws -> Int {
+        let sql = try QueryTranslation.count(query, in: db)
+        let total = try Int.fetchOne(db, sql: sql.text, arguments: sql.arguments) ?? 0
+        return QueryTranslation.window(total, query.offset, query.limit)
     }
 
     /// The canonical conversation `id` resolves to, and whether `user` is one of its
     /// participants; nil if the store has no such conversation: what a send checks before it
     /// posts. For the local user, the answer is kept until a commit changes who is in a
     /// conversation or merges one (`Memberships`); the post's commit checks again anyway.
-    public func membership(of user: UserID, in id: ConversationID) throws -> (canonical: ConversationID, isParticipant: Bool)? {
-        guard user == localUser else { return try Self.membership(of: user, in: id, database: database) }
+    public func fetchMembership(of user: UserID, in id: ConversationID) async throws -> (canonical: ConversationID, isParticipant: Bool)? {
+        // A single statement reads one state of the database on its own, so it runs outside a
+        // transaction: GRDB's BEGIN and COMMIT around it cost more than the query.
+        guard user == localUser else { return try await database.unsafeRead { db in try Self.membership(of: user, in: id, in: db) } }
         let (known, generation) = memberships.withLock { ($0.entries[id], $0.generation) }
         if let known { return known }
-        let found = try Self.membership(of: user, in: id, database: database)
+        let found = try await database.unsafeRead { db in try Self.membership(of: user, in: id, in: db) }
         if let found { memberships.withLock { $0.keep(found, for: id, readAt: generation) } }
         return found
     }
 
-    /// A single statement reads one state of the database on its own, so it runs outside a
-    /// transaction: GRDB's BEGIN and COMMIT around it cost more than the query.
-    private static func membership(
-        of user: UserID, in id: ConversationID, database: any DatabaseWriter
-    ) throws -> (canonical: ConversationID, isParticipant: Bool)? {
-        try database.unsafeRead { db in
-            let row = try Row.fetchOne(
-                db.cached("""
-                    SELECT c.canonical, EXISTS (SELECT 1 FROM participant p WHERE p.conversation = c.canonical AND p.user = ?)
-                    FROM conversation c WHERE c.id = ?
-                    """),
-                arguments: [Data(user.bytes), Data(id.bytes)])
-            guard let row else { return nil }
-            return (try row.conversationID(0, "conversation.canonical"), row[1] as Bool)
-        }
+    /// `fetchMembership(of:in:)`, blocking the calling thread.
+    public func membership(of user: UserID, in id: ConversationID) throws -> (canonical: ConversationID, isParticipant: Bool)? {
+        guard user == localUser else { return try database.unsafeRead { db in try Self.membership(of: user, in: id, in: db) } }
+        let (known, generation) = memberships.withLock { ($0.entries[id], $0.generation) }
+        if let known { return known }
+        let found = try database.unsafeRead { db in try Self.membership(of: user, in: id, in: db) }
+        if let found { memberships.withLock { $0.keep(found, for: id, readAt: generation) } }
+        return found
+    }
+
+    private static func membership(of user: UserID, in id: ConversationID, in db: Database) throws -> (canonical: ConversationID, isParticipant: Bool)? {
+        let row = try Row.fetchOne(
+            db.cached("""
+                SELECT c.canonical, EXISTS (SELECT 1 FROM participant p WHERE p.conversation = c.canonical AND p.user = ?)
+                FROM conversation c WHERE c.id = ?
+                """),
+            arguments: [Data(user.bytes), Data(id.bytes)])
+        guard let row else { return nil }
+        return (try row.conversationID(0, "conversation.canonical"), try row.flag(1, "EXISTS (participant)"))
     }
 
     /// The canonical identifier `id` resolves to, nil if the store has no such conversation.
@@ -97,7 +128,8 @@ extension Store {
                 db.cached("SELECT conversation, key, value FROM metadata WHERE conversation IN (\(marks))"),
                 arguments: StatementArguments(list))
             {
-                metadata[try row.conversationID(0, "metadata.conversation"), default: [:]][row[1]] = row[2] as String
+                metadata[try row.conversationID(0, "metadata.conversation"), default: [:]][try row.text(1, "metadata.key")] =
+                    try row.text(2, "metadata.value")
             }
             for row in try Row.fetchAll(
                 db.cached("SELECT canonical, id FROM conversation WHERE canonical IN (\(marks)) AND canonical != id ORDER BY id"),
@@ -110,33 +142,43 @@ extension Store {
             guard let row = rows[id] else { return nil }
             return ConversationSnapshot(
                 id, mergedIDs: merged[id] ?? [], creator: try row.userID(1, "conversation.creator"),
-                createdAt: HLCTimestamp(databaseValue: row[2]), participants: participants[id] ?? [],
-                isDistinct: row[3], metadata: metadata[id] ?? [:], messageCount: row[4], unreadCount: row[5],
-                lastMessageAt: (row[6] as Int64?).map(HLCTimestamp.init(databaseValue:)))
+                createdAt: HLCTimestamp(databaseValue: try row.integer(2, "conversation.createdAt")), participants: participants[id] ?? [],
+                isDistinct: try row.flag(3, "conversation.isDistinct"), metadata: metadata[id] ?? [:],
+                messageCount: try row.count(4, "conversation.messageCount"), unreadCount: try row.count(5, "conversation.unreadCount"),
+                lastMessageAt: try row.optionalInteger(6, "conversation.lastMessageAt").map(HLCTimestamp.init(databaseValue:)))
         }
     }
 
     // MARK: - Messages
 
     /// One message, by identifier, in its canonical conversation.
+    public func fetchMessage(_ id: OperationID) async throws -> MessageSnapshot? {
+        try await database.read { db in try Self.messageSnapshot(id, in: db) }
+    }
+
+    /// `fetchMessage(_:)`, blocking the calling thread.
     public func message(_ id: OperationID) throws -> MessageSnapshot? {
-        try database.read { db in
-            let rows = try Row.fetchAll(db.cached("\(Self.messageColumns) WHERE m.id = ?"), arguments: [Data(id.bytes)])
-            return try Self.messages(rows: rows, countingFromEnd: true, in: db).first
-        }
+        try database.read { db in try Self.messageSnapshot(id, in: db) }
     }
 
     /// Messages matching `query`. Positions are computed, not stored: they equal the
     /// replica's (the index of each message in its conversation's order, SPEC.md §13.5).
+    public func fetchMessages(_ query: MessageQuery) async throws -> [MessageSnapshot] {
+        try await database.read { db in try Self.messages(query, in: db) }
+    }
+
+    /// `fetchMessages(_:)`, blocking the calling thread.
     public func messages(_ query: MessageQuery) throws -> [MessageSnapshot] {
-        try database.read { db in
-            if let page = try Self.pageFromTheEnd(query, in: db) { return page }
-            let sql = try QueryTranslation.select(query, columns: Self.messageColumns, in: db)
-            let rows = try Row.fetchAll(db, sql: sql.text, arguments: sql.arguments)
-            // Latest-first queries find their positions faster counting from the end.
-            let fromEnd = query.sort.first.map { !$0.ascending && ($0.property == .sentAt || $0.property == .position) } ?? false
-            return try Self.messages(rows: rows, countingFromEnd: fromEnd, firstPosition: Self.firstPosition(of: query), in: db)
-        }
+        try database.read { db in try Self.messages(query, in: db) }
+    }
+
+    private static func messages(_ query: MessageQuery, in db: Database) throws -> [MessageSnapshot] {
+        if let page = try pageFromTheEnd(query, in: db) { return page }
+        let sql = try QueryTranslation.select(query, columns: messageColumns, in: db)
+        let rows = try Row.fetchAll(db, sql: sql.text, arguments: sql.arguments)
+        // Latest-first queries find their positions faster counting from the end.
+        let fromEnd = query.sort.first.map { !$0.ascending && ($0.property == .sentAt || $0.property == .position) } ?? false
+        return try messages(rows: rows, countingFromEnd: fromEnd, firstPosition: firstPosition(of: query), in: db)
     }
 
     /// A page of one conversation in position order that lies in the conversation's second
@@ -172,12 +214,19 @@ extension Store {
     }
 
     /// How many messages `query` returns (its offset and limit applied).
+    public func fetchCount(_ query: MessageQuery) async throws -> Int {
+        try await database.read { db in try Self.count(query, in: db) }
+    }
+
+    /// `fetchCount(_:)`, blocking the calling thread.
     public func count(_ query: MessageQuery) throws -> Int {
-        try database.read { db in
-            let sql = try QueryTranslation.count(query, in: db)
-            let total = try Int.fetchOne(db, sql: sql.text, arguments: sql.arguments) ?? 0
-            return QueryTranslation.window(total, query.offset, query.limit)
-        }
+        try database.read { db in try Self.count(query, in: db) }
+    }
+
+    private static func count(_ query: MessageQuery, in db: Database) throws -> Int {
+        let sql = try QueryTranslation.count(query, in: db)
+        let total = try Int.fetchOne(db, sql: sql.text, arguments: sql.arguments) ?? 0
+        return QueryTranslation.window(total, query.offset, query.limit)
     }
 
     static let messageColumns = """
@@ -198,26 +247,30 @@ extension Store {
             var id: Data
         }
         let keys = try rows.map {
-            Key(conversation: try $0.blob(1, "message.conversation"), sentAt: $0[4], sender: try $0.blob(3, "message.sender"), id: try $0.blob(0, "message.id"))
+            Key(
+                conversation: try $0.blob(1, "message.conversation"), sentAt: try $0.integer(4, "message.sentAt"),
+                sender: try $0.blob(3, "message.sender"), id: try $0.blob(0, "message.id"))
         }
         // Parts and statuses by message row number.
         var parts: [Int64: [MessagePart]] = [:]
         var statuses: [Int64: [UserID: RecipientStatus]] = [:]
-        let numbers: [Int64] = rows.map { $0[7] }
+        let numbers = try rows.map { try $0.integer(7, "message.number") }
         for chunk in numbers.chunked(500) {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
             for row in try Row.fetchAll(
                 db.cached("SELECT message, mimeType, data FROM part WHERE message IN (\(marks)) ORDER BY message, \"index\""),
                 arguments: StatementArguments(chunk))
             {
-                parts[row[0], default: []].append(MessagePart(mimeType: row[1], data: [UInt8](row[2] as Data)))
+                parts[try row.integer(0, "part.message"), default: []].append(
+                    MessagePart(mimeType: try row.text(1, "part.mimeType"), data: [UInt8](try row.blob(2, "part.data"))))
             }
             for row in try Row.fetchAll(
                 db.cached("SELECT message, recipient, status FROM receipt WHERE message IN (\(marks))"),
                 arguments: StatementArguments(chunk))
             {
-                statuses[row[0], default: [:]][try row.userID(1, "receipt.recipient")] =
-                    RecipientStatus(rawValue: row[2]) ?? .invalid
+                // A status number the store does not know reads as invalid, as the model's does.
+                statuses[try row.integer(0, "receipt.message"), default: [:]][try row.userID(1, "receipt.recipient")] =
+                    RecipientStatus(rawValue: Int(try row.integer(2, "receipt.status"))) ?? .invalid
             }
         }
 
@@ -280,7 +333,10 @@ extension Store {
                 try Stored.operationID(key.id, "message.id"), conversation: try Stored.conversationID(key.conversation, "message.conversation"),
                 postedTo: try row.conversationID(2, "message.postedTo"),
                 sender: try Stored.userID(key.sender, "message.sender"), sentAt: HLCTimestamp(databaseValue: key.sentAt),
-                parts: parts[numbers[index]] ?? [], options: MessageOptions(notificationText: row[5], notificationSound: row[6]),
+                parts: parts[numbers[index]] ?? [],
+                options: MessageOptions(
+                    notificationText: try row.optionalText(5, "message.notificationText"),
+                    notificationSound: try row.optionalText(6, "message.notificationSound")),
                 position: positions[key.id]!, recipientStatus: status, failureReasons: reasons)
         }
     }
@@ -293,14 +349,7 @@ extension Store {
         try database.read { db in
             try Row.fetchAll(db.cached("""
                 SELECT id, wire FROM operation WHERE conversation = ? AND status = 'accepted' ORDER BY appliedOrder
-                """), arguments: [Data(conversation.bytes)]).map { row in
-                let id: Data = row[0]
-                do {
-                    return try SignedOperation(wireBytes: [UInt8](row[1] as Data), claimedID: OperationID(bytes: [UInt8](id)))
-                } catch {
-                    throw StoreError(.damagedLog, "operation \(id.hexPrefix) in the log does not decode: \(error)")
-                }
-            }
+                """), arguments: [Data(conversation.bytes)]).map(Self.decodeOperation)
         }
     }
 
@@ -309,7 +358,7 @@ extension Store {
         try database.read { db in
             var counts: [String: Int] = [:]
             for row in try Row.fetchAll(db.cached("SELECT status, COUNT(*) FROM operation GROUP BY status")) {
-                counts[row[0]] = row[1]
+                counts[try row.text(0, "operation.status")] = try row.count(1, "COUNT(*) of operation")
             }
             return (counts["accepted"] ?? 0, counts["pending"] ?? 0, counts["rejected"] ?? 0)
         }

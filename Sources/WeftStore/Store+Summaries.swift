@@ -64,10 +64,21 @@ extension Store {
     }
 
     // MARK: - Reading
+    //
+    // Each read comes twice: `fetch…`, async, for async code (the task waits suspended while
+    // GRDB reads on its own threads), and the synchronous one, which blocks the calling thread
+    // (tools, tests, synchronous callers). The async ones cannot share the synchronous names:
+    // in async code Swift picks the async overload and refuses it without `await`, which
+    // would break every synchronous call made from async code today.
 
     /// The summary of every log the store holds, published or not, tombstones of pruned logs
     /// included (`LogSummary.isPruned`), sorted by conversation. Read from the summary tables
     /// (one row per log and per author), not from the operations.
+    public func fetchLogSummaries() async throws -> [LogSummary] {
+        try await database.read { db in try LogSummaryTable(db: db).summaries() }
+    }
+
+    /// `fetchLogSummaries()`, blocking the calling thread.
     public func logSummaries() throws -> [LogSummary] {
         try database.read { db in try LogSummaryTable(db: db).summaries() }
     }
@@ -81,48 +92,65 @@ extension Store {
     /// sequence number is above `beyond[author]`, in the order the store decided them (which
     /// respects causality for the accepted ones), at most `limit`: what a peer whose heads are
     /// `beyond` lacks. A pruned log has none.
+    public func fetchOperations(in conversation: ConversationID, beyond: VersionVector, limit: Int) async throws -> [SignedOperation] {
+        guard limit > 0 else { return [] }
+        return try await database.read { db in try Self.operations(in: conversation, beyond: beyond, limit: limit, in: db) }
+    }
+
+    /// `fetchOperations(in:beyond:limit:)`, blocking the calling thread.
     public func operations(in conversation: ConversationID, beyond: VersionVector, limit: Int) throws -> [SignedOperation] {
         guard limit > 0 else { return [] }
-        return try database.read { db in
-            // The peer's heads as a table joined by author; sequence numbers are stored as their
-            // bit pattern, so those of 2^63 and more read negative and count as above any head.
-            let entries = beyond.entries.sorted { $0.key < $1.key }
-            var arguments: [any DatabaseValueConvertible] = []
-            for (author, head) in entries { arguments += [Data(author.bytes), Int64(clamping: head)] }
-            let heads = entries.isEmpty
-                ? "SELECT NULL, 0 WHERE 0" : "VALUES " + Array(repeating: "(?, ?)", count: entries.count).joined(separator: ", ")
-            arguments += [Data(conversation.bytes), limit]
-            let rows = try Row.fetchCursor(
-                db,
-                sql: """
-                    WITH beyond(author, head) AS (\(heads))
-                    SELECT o.id, o.wire FROM operation o LEFT JOIN beyond b ON b.author = o.author
-                    WHERE o.conversation = ? AND (o.sequence < 0 OR o.sequence > COALESCE(b.head, 0))
-                    ORDER BY o.appliedOrder LIMIT ?
-                    """,
-                arguments: StatementArguments(arguments))
-            var operations: [SignedOperation] = []
-            while let row = try rows.next() { operations.append(try Self.decodeOperation(row)) }
-            return operations
-        }
+        return try database.read { db in try Self.operations(in: conversation, beyond: beyond, limit: limit, in: db) }
+    }
+
+    private static func operations(
+        in conversation: ConversationID, beyond: VersionVector, limit: Int, in db: Database
+    ) throws -> [SignedOperation] {
+        // The peer's heads as a table joined by author; sequence numbers are stored as their
+        // bit pattern, so those of 2^63 and more read negative and count as above any head.
+        let entries = beyond.entries.sorted { $0.key < $1.key }
+        var arguments: [any DatabaseValueConvertible] = []
+        for (author, head) in entries { arguments += [Data(author.bytes), Int64(clamping: head)] }
+        let heads = entries.isEmpty
+            ? "SELECT NULL, 0 WHERE 0" : "VALUES " + Array(repeating: "(?, ?)", count: entries.count).joined(separator: ", ")
+        arguments += [Data(conversation.bytes), limit]
+        let rows = try Row.fetchCursor(
+            db,
+            sql: """
+                WITH beyond(author, head) AS (\(heads))
+                SELECT o.id, o.wire FROM operation o LEFT JOIN beyond b ON b.author = o.author
+                WHERE o.conversation = ? AND (o.sequence < 0 OR o.sequence > COALESCE(b.head, 0))
+                ORDER BY o.appliedOrder LIMIT ?
+                """,
+            arguments: StatementArguments(arguments))
+        var operations: [SignedOperation] = []
+        while let row = try rows.next() { operations.append(try decodeOperation(row)) }
+        return operations
     }
 
     /// Held operations by identifier (any status, any log), in the order asked; those the
     /// store does not hold are left out.
+    public func fetchOperations(ids: [OperationID]) async throws -> [SignedOperation] {
+        try await database.read { db in try Self.operations(ids: ids, in: db) }
+    }
+
+    /// `fetchOperations(ids:)`, blocking the calling thread.
     public func operations(ids: [OperationID]) throws -> [SignedOperation] {
-        try database.read { db in
-            var found: [OperationID: SignedOperation] = [:]
-            for chunk in ids.chunked(500) {
-                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                for row in try Row.fetchAll(
-                    db.cached("SELECT id, wire FROM operation WHERE id IN (\(marks))"), arguments: StatementArguments(chunk.map { Data($0.bytes) }))
-                {
-                    let signed = try Self.decodeOperation(row)
-                    found[signed.id] = signed
-                }
+        try database.read { db in try Self.operations(ids: ids, in: db) }
+    }
+
+    private static func operations(ids: [OperationID], in db: Database) throws -> [SignedOperation] {
+        var found: [OperationID: SignedOperation] = [:]
+        for chunk in ids.chunked(500) {
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            for row in try Row.fetchAll(
+                db.cached("SELECT id, wire FROM operation WHERE id IN (\(marks))"), arguments: StatementArguments(chunk.map { Data($0.bytes) }))
+            {
+                let signed = try decodeOperation(row)
+                found[signed.id] = signed
             }
-            return ids.compactMap { found[$0] }
         }
+        return ids.compactMap { found[$0] }
     }
 
     /// Every operation held of one log, in the order the store decided them.
@@ -134,9 +162,10 @@ extension Store {
 
     /// An operation from its row's `id` and `wire` columns.
     static func decodeOperation(_ row: Row) throws -> SignedOperation {
-        let id: Data = row[0]
+        let id = try row.blob(0, "operation.id")
+        let wire = try row.blob(1, "operation.wire")
         do {
-            return try SignedOperation(wireBytes: [UInt8](row[1] as Data), claimedID: OperationID(bytes: [UInt8](id)))
+            return try SignedOperation(wireBytes: [UInt8](wire), claimedID: OperationID(bytes: [UInt8](id)))
         } catch {
             throw StoreError(.damagedLog, "operation \(id.hexPrefix) in the log does not decode: \(error)")
         }
@@ -164,32 +193,55 @@ extension Store {
     /// relay and gets all of it.
     ///
     /// Judged on the store's replica when it has the logs in memory, else on the logs of the
-    /// operations' merge groups read from the operation table.
+    /// operations' merge groups read from the operation table (through GRDB's async read, on
+    /// its threads, merge rules included).
+    public func fetchWithheld(_ operations: [SignedOperation], from user: UserID) async throws -> Set<OperationID> {
+        guard !operations.isEmpty else { return [] }
+        let logs = Set(operations.map(\.operation.conversation))
+        if let cached = cachedReplica(holding: logs) { return Self.withheld(operations, from: user, on: cached) }
+        let localUser = self.localUser
+        return try await database.read { db in
+            Self.withheld(operations, from: user, on: try Self.groupReplica(for: logs, localUser: localUser, in: db))
+        }
+    }
+
+    /// `fetchWithheld(_:from:)`, blocking the calling thread.
     public func withheld(_ operations: [SignedOperation], from user: UserID) throws -> Set<OperationID> {
         guard !operations.isEmpty else { return [] }
         let logs = Set(operations.map(\.operation.conversation))
-        let replica = try replicaHolding(logs)
-        return Set(operations.filter { replica.withholds($0, from: user) }.map(\.id))
+        if let cached = cachedReplica(holding: logs) { return Self.withheld(operations, from: user, on: cached) }
+        return Self.withheld(operations, from: user, on: try database.read { db in try Self.groupReplica(for: logs, localUser: localUser, in: db) })
+    }
+
+    private static func withheld(_ operations: [SignedOperation], from user: UserID, on replica: Replica) -> Set<OperationID> {
+        Set(operations.filter { replica.withholds($0, from: user) }.map(\.id))
     }
 
     /// Logs holding a removal of participants (kind 3): only their operations can be withheld
     /// from anyone (§13.3), so replication asks `withheld` for those alone. One scan of the
     /// operation table, at start.
-    public func logsWithRemovals() throws -> Set<ConversationID> {
-        try database.read { db in
-            var logs: Set<ConversationID> = []
-            for data in try Data.fetchAll(db.cached("SELECT DISTINCT conversation FROM operation WHERE kind = 3")) {
-                logs.insert(try Stored.conversationID(data, "operation.conversation"))
-            }
-            return logs
-        }
+    public func fetchLogsWithRemovals() async throws -> Set<ConversationID> {
+        try await database.read(Self.logsWithRemovals)
     }
 
-    /// A replica with the logs of the merge groups of `logs` in memory: the store's own if it
-    /// has them (a copy: nothing here changes it), else one built from them alone.
-    private func replicaHolding(_ logs: Set<ConversationID>) throws -> Replica {
-        if let cached = state.withLock({ $0.replica }), cached.logsToLoad(forLogs: logs).isEmpty { return cached }
-        return try database.read { db in try Self.groupReplica(for: logs, localUser: localUser, in: db) }
+    /// `fetchLogsWithRemovals()`, blocking the calling thread.
+    public func logsWithRemovals() throws -> Set<ConversationID> {
+        try database.read(Self.logsWithRemovals)
+    }
+
+    private static func logsWithRemovals(in db: Database) throws -> Set<ConversationID> {
+        var logs: Set<ConversationID> = []
+        for data in try Data.fetchAll(db.cached("SELECT DISTINCT conversation FROM operation WHERE kind = 3")) {
+            logs.insert(try Stored.conversationID(data, "operation.conversation"))
+        }
+        return logs
+    }
+
+    /// The store's own replica if it has the logs of the merge groups of `logs` in memory (a
+    /// copy: nothing here changes it); nil when they must be read.
+    private func cachedReplica(holding logs: Set<ConversationID>) -> Replica? {
+        guard let cached = state.withLock({ $0.replica }), cached.logsToLoad(forLogs: logs).isEmpty else { return nil }
+        return cached
     }
 
     /// A complete replica of the logs of the merge groups of `logs`, read from the operation table.

@@ -53,7 +53,7 @@ extension Store {
         _ body: @Sendable (Database, inout ReplicaLease) throws -> (T, Publication)
     ) async throws -> T {
         while true {
-            if state.withLock({ $0.replica == nil && !$0.lent }) { try loadReplica() }
+            if state.withLock({ $0.replica == nil && !$0.lent }) { try await loadReplica() }
             do {
                 return try await database.writeWithoutTransaction { db in
                     guard var lease = self.borrowReplica() else { throw ReplicaNotLoaded() }

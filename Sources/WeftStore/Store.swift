@@ -131,9 +131,20 @@ public final class Store: Sendable {
     /// Builds the partial replica (the index of creations, no log loaded) and keeps it, unless
     /// a write got there first. Reads outside the lock (an in-memory `DatabaseQueue`
     /// serializes reads with writes, and a write takes the lock to borrow the replica).
-    func loadReplica() throws {
+    func loadReplica() async throws {
         let generation = state.withLock { $0.generation }
-        let replica = try Self.indexedReplica(from: database, localUser: localUser)
+        let localUser = self.localUser
+        keep(try await database.read { db in try Self.indexedReplica(in: db, localUser: localUser) }, readAt: generation)
+    }
+
+    /// `loadReplica()` blocking the calling thread, for the synchronous `checkSignatures(_:)`.
+    func loadReplicaBlocking() throws {
+        let generation = state.withLock { $0.generation }
+        keep(try database.read { db in try Self.indexedReplica(in: db, localUser: localUser) }, readAt: generation)
+    }
+
+    /// Keeps a replica read when the generation was `generation`.
+    private func keep(_ replica: Replica, readAt generation: UInt64) {
         state.withLock { state in
             // Kept only if nothing changed hands since the read began: a write needs the
             // replica in the slot to commit a change, so the index read is then current.
@@ -187,7 +198,8 @@ public final class Store: Sendable {
     /// (accepted, pending, rejected with its reason) and the rows of every conversation and
     /// message that changed.
     public func apply(received operations: [SignedOperation], wallMilliseconds: UInt64) async throws -> Applied {
-        try await apply(received: checkSignatures(operations), wallMilliseconds: wallMilliseconds, acknowledgingWith: nil)
+        let batch = try await checkSignatures(operations)
+        return try await apply(received: batch, wallMilliseconds: wallMilliseconds, acknowledgingWith: nil)
     }
 
     /// Received operations whose signatures have been checked (`checkSignatures(_:)`), ready
@@ -205,12 +217,29 @@ public final class Store: Sendable {
     /// the replica already accepted need no second check (a peer resending); while a write
     /// holds the replica, everything is checked rather than waiting, and an operation of a log
     /// not in memory is checked too.
+    ///
+    /// The calling task waits suspended, holding no thread: the checkers' threads
+    /// (`SignatureCheckers`) resume it when the last chunk is checked, and the replica, when
+    /// it must be built first, is read through GRDB's async read.
+    public func checkSignatures(_ operations: [SignedOperation]) async throws -> CheckedBatch {
+        if state.withLock({ $0.replica == nil && !$0.lent }) { try await loadReplica() }
+        return CheckedBatch(operations: operations, valid: await Self.verifySignatures(operations, skipping: knownToReplica(operations)))
+    }
+
+    /// `checkSignatures(_:)` that blocks the calling thread until every signature is checked
+    /// (and while the replica is read). Never from async code, where it holds a thread of the
+    /// cooperative pool (two on a two-core machine) for the whole check: there, call it with
+    /// `await` and the async one runs.
     public func checkSignatures(_ operations: [SignedOperation]) throws -> CheckedBatch {
-        if state.withLock({ $0.replica == nil && !$0.lent }) { try loadReplica() }
-        let known = state.withLock { state in
+        if state.withLock({ $0.replica == nil && !$0.lent }) { try loadReplicaBlocking() }
+        return CheckedBatch(operations: operations, valid: Self.verifySignatures(operations, skipping: knownToReplica(operations)))
+    }
+
+    /// Per operation, whether the replica accepted it already; nil without a replica in the slot.
+    private func knownToReplica(_ operations: [SignedOperation]) -> [Bool]? {
+        state.withLock { state in
             state.replica.map { replica in operations.map { replica.isKnown($0.id, in: $0.operation.conversation) } }
         }
-        return CheckedBatch(operations: operations, valid: Self.verifySignatures(operations, skipping: known))
     }
 
     /// `apply(received:wallMilliseconds:)` for operations checked beforehand.
@@ -329,9 +358,15 @@ public final class Store: Sendable {
     /// Whether each signature verifies, checked in parallel over the cores (Ed25519
     /// verification is the expensive part of accepting an operation), below the writer's
     /// priority (`SignatureCheckers`). `skipping` marks operations already known good,
-    /// reported valid without a check.
+    /// reported valid without a check. The calling task waits suspended, holding no thread.
+    public static func verifySignatures(_ operations: [SignedOperation], skipping known: [Bool]? = nil) async -> [Bool] {
+        await SignatureCheckers.shared.check(operations, skipping: known)
+    }
+
+    /// `verifySignatures(_:skipping:)` that blocks the calling thread until every signature is
+    /// checked: never from async code.
     public static func verifySignatures(_ operations: [SignedOperation], skipping known: [Bool]? = nil) -> [Bool] {
-        SignatureCheckers.shared.check(operations, skipping: known)
+        SignatureCheckers.shared.checkBlocking(operations, skipping: known)
     }
 
     // MARK: - Local writes

@@ -7,16 +7,77 @@ import WeftModel
 // `damagedStore` error naming the column, never a trap.
 
 extension Row {
-    /// The bytes in column `index`; `column` names it ("message.id") for the error.
+    /// The bytes in column `index`; `column` names it ("message.id") for the error. Only
+    /// SQLite's BLOB storage class is bytes: GRDB would read an INTEGER as its digits from a
+    /// statement, and trap on it from a fetched row.
     func blob(_ index: Int, _ column: String) throws -> Data {
-        let value: Data?
-        do {
-            value = try decode(Data?.self, atIndex: index)
-        } catch {
-            throw StoreError.damaged(column, "does not hold bytes (\(error))")
+        switch try storedValue(index).storage {
+        case .blob(let bytes): return bytes
+        case .null: throw StoreError.damaged(column, "is NULL")
+        case let other: throw StoreError.damaged(column, "holds \(Self.storageClass(other)), not bytes")
         }
-        guard let value else { throw StoreError.damaged(column, "is NULL") }
+    }
+
+    /// The integer in column `index`. Only SQLite's INTEGER storage class is one: GRDB would
+    /// read TEXT as 0 from a statement and trap on it from a fetched row.
+    func integer(_ index: Int, _ column: String) throws -> Int64 {
+        guard let value = try optionalInteger(index, column) else { throw StoreError.damaged(column, "is NULL") }
         return value
+    }
+
+    /// The integer in column `index`, nil for NULL.
+    func optionalInteger(_ index: Int, _ column: String) throws -> Int64? {
+        switch try storedValue(index).storage {
+        case .null: return nil
+        case .int64(let value): return value
+        case let other: throw StoreError.damaged(column, "holds \(Self.storageClass(other)), not an integer")
+        }
+    }
+
+    /// A count in column `index`: an integer, never negative.
+    func count(_ index: Int, _ column: String) throws -> Int {
+        let value = try integer(index, column)
+        guard value >= 0 else { throw StoreError.damaged(column, "holds \(value), not a count") }
+        return Int(value)
+    }
+
+    /// The boolean in column `index`: the store writes 0 or 1, nothing else.
+    func flag(_ index: Int, _ column: String) throws -> Bool {
+        switch try integer(index, column) {
+        case 0: return false
+        case 1: return true
+        case let value: throw StoreError.damaged(column, "holds \(value), not a boolean (0 or 1)")
+        }
+    }
+
+    /// The text in column `index`.
+    func text(_ index: Int, _ column: String) throws -> String {
+        guard let value = try optionalText(index, column) else { throw StoreError.damaged(column, "is NULL") }
+        return value
+    }
+
+    /// The text in column `index`, nil for NULL.
+    func optionalText(_ index: Int, _ column: String) throws -> String? {
+        switch try storedValue(index).storage {
+        case .null: return nil
+        case .string(let value): return value
+        case let other: throw StoreError.damaged(column, "holds \(Self.storageClass(other)), not text")
+        }
+    }
+
+    /// The value as SQLite stores it (reading a `DatabaseValue` never fails).
+    private func storedValue(_ index: Int) throws -> DatabaseValue {
+        try decode(DatabaseValue.self, atIndex: index)
+    }
+
+    private static func storageClass(_ storage: DatabaseValue.Storage) -> String {
+        switch storage {
+        case .null: "NULL"
+        case .int64: "an integer"
+        case .double: "a real number"
+        case .string: "text"
+        case .blob(let bytes): "\(bytes.count) bytes"
+        }
     }
 
     func operationID(_ index: Int, _ column: String) throws -> OperationID {

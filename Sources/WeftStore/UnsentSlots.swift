@@ -28,9 +28,12 @@ struct UnsentSlots {
         }
     }
 
+    /// An unsent message and its slot.
+    typealias Candidate = (log: ConversationID, sequence: UInt64, message: OperationID)
+
     /// The messages in `ranges` (of the local user's slots), by log and then sequence.
-    func messages(in ranges: [SlotRange]) -> [(log: ConversationID, sequence: UInt64, message: OperationID)] {
-        var found: [(log: ConversationID, sequence: UInt64, message: OperationID)] = []
+    func messages(in ranges: [SlotRange]) -> [Candidate] {
+        var found: [Candidate] = []
         for range in ranges {
             guard let inLog = byLog[range.conversation] else { continue }
             // Whichever is shorter: a long acknowledged run, or the few messages still unsent.

@@ -130,7 +130,7 @@ struct StoreTests {
             .postMessage(parts: [MessagePart(mimeType: "text/plain", data: [1])], options: .init()),
             in: create.operation.conversation, replica: replica, wallMilliseconds: now + 1)
 
-        let checked = try store.checkSignatures([create, post.withBadSignature])
+        let checked = try await store.checkSignatures([create, post.withBadSignature])
         #expect(checked.operations.map(\.id) == [create.id, post.id])
         let applied = try await store.apply(received: checked, wallMilliseconds: now + 2)
         #expect(applied.report.accepted == [create.id])

@@ -77,9 +77,26 @@ public final class MeshNode: Service, Sendable {
     struct DialTarget {
         var how: ConnectedPeer.Origin
         var identity: PublicIdentity?
-        /// Ends a dialer's wait early (a healed link).
+        /// Set by `heal` while the dialer is not waiting (it is dialing): its next wait ends
+        /// at once.
         var wakeRequested = false
+        /// The dialer's wait while it waits to redial: `heal` and `forget` resume it.
+        var waiter: CheckedContinuation<Void, Never>?
+        /// Whether a dialer has taken this target on: a second request for the address (it was
+        /// forgotten and added again before the first dialer started) starts no second one.
+        var claimed = false
+        /// Tells this target from a later one at the same address, so that the dialer of a
+        /// forgotten target ends even if the address is added again meanwhile.
+        let serial = DialTarget.serials.add(1, ordering: .relaxed).newValue
+
+        private static let serials = Atomic<UInt64>(0)
     }
+
+    /// Dialers running now (tests watch them end).
+    var dialerCount: Int { runningDialers.load(ordering: .relaxed) }
+    /// Dialers waiting to redial now.
+    var waitingDialerCount: Int { registry.withLock { $0.dialTargets.values.count { $0.waiter != nil } } }
+    private let runningDialers = Atomic<Int>(0)
 
     public let configuration: Configuration
     /// The store this node serves.
@@ -131,13 +148,16 @@ public final class MeshNode: Service, Sendable {
         request?.yield(address)
     }
 
-    /// Stops dialing `address` (an open connection stays); with `origin`, only if it was
-    /// added that way (discovery forgets what it found, never a configured peer).
+    /// Stops dialing `address` (an open connection stays): a dialer waiting to redial ends at
+    /// once, one dialing ends when that attempt or connection does. With `origin`, only if it
+    /// was added that way (discovery forgets what it found, never a configured peer).
     public func forget(_ address: PeerAddress, ifFoundAs origin: ConnectedPeer.Origin? = nil) {
-        registry.withLock { registry in
-            guard let target = registry.dialTargets[address], origin == nil || target.how == origin else { return }
+        let waiter = registry.withLock { registry -> CheckedContinuation<Void, Never>? in
+            guard let target = registry.dialTargets[address], origin == nil || target.how == origin else { return nil }
             registry.dialTargets[address] = nil
+            return target.waiter
         }
+        waiter?.resume()
     }
 
     /// Cuts the link to `peer`: closes its connection with CLOSE 4 and refuses it until
@@ -153,12 +173,20 @@ public final class MeshNode: Service, Sendable {
 
     /// Heals a cut link: the peer is accepted again, and dialers of its address dial now.
     public func heal(_ peer: PublicIdentity) {
-        registry.withLock { registry in
+        let waiters = registry.withLock { registry -> [CheckedContinuation<Void, Never>] in
             registry.blocked.remove(peer)
+            var waiters: [CheckedContinuation<Void, Never>] = []
             for (address, target) in registry.dialTargets where target.identity == peer || target.identity == nil {
-                registry.dialTargets[address]?.wakeRequested = true
+                if let waiter = target.waiter {
+                    waiters.append(waiter)
+                    registry.dialTargets[address]?.waiter = nil
+                } else {
+                    registry.dialTargets[address]?.wakeRequested = true
+                }
             }
+            return waiters
         }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Closes the connection with `peer`, if any, with CLOSE `code` (a protocol error found
@@ -257,9 +285,17 @@ public final class MeshNode: Service, Sendable {
     /// delay after a connection that authenticated. While the identity last seen at the
     /// address is connected (over another connection) or cut, it does not dial.
     private func keepDialing(_ peer: PeerAddress) async {
+        let claim = registry.withLock { registry -> UInt64? in
+            guard let target = registry.dialTargets[peer], !target.claimed else { return nil }
+            registry.dialTargets[peer]?.claimed = true
+            return target.serial
+        }
+        guard let serial = claim else { return }
+        runningDialers.add(1, ordering: .relaxed)
+        defer { runningDialers.subtract(1, ordering: .relaxed) }
         var attempt = 0
         while !Task.isCancelled {
-            guard let target = registry.withLock({ $0.dialTargets[peer] }) else { return }
+            guard let target = registry.withLock({ $0.dialTargets[peer] }), target.serial == serial else { return }
             var wasAuthenticated = false
             if let known = target.identity, isConnectedOrCut(known) {
                 // Nothing to do until the link heals or the other connection ends.
@@ -281,7 +317,7 @@ public final class MeshNode: Service, Sendable {
             }
             attempt = wasAuthenticated ? 0 : min(attempt + 1, configuration.redialDelays.count - 1)
             let delay = configuration.redialDelays[attempt].nanoseconds
-            await waitToRedial(peer, nanoseconds: delay + Int64.random(in: -delay / 4...delay / 4))
+            await waitToRedial(peer, serial: serial, nanoseconds: delay + Int64.random(in: -delay / 4...delay / 4))
         }
     }
 
@@ -289,22 +325,44 @@ public final class MeshNode: Service, Sendable {
         registry.withLock { $0.blocked.contains(peer) || $0.sessions[peer] != nil }
     }
 
-    /// Sleeps until the delay passes, the link is healed (`heal` sets `wakeRequested`), the
-    /// address is forgotten, or the node stops. Checks every 50 ms: simpler than racing a
-    /// continuation against the timer, and a dialer is idle anyway.
-    private func waitToRedial(_ peer: PeerAddress, nanoseconds: Int64) async {
-        let deadline = ContinuousClock.now + .nanoseconds(nanoseconds)
-        while ContinuousClock.now < deadline {
-            let wake = registry.withLock { registry -> Bool in
-                guard let target = registry.dialTargets[peer] else { return true }
-                if target.wakeRequested {
-                    registry.dialTargets[peer]?.wakeRequested = false
+    /// Waits until the delay passes, the link is healed (`heal`), the address is forgotten
+    /// (`forget`), or the node stops (cancellation), whichever comes first, without polling:
+    /// one child task sleeps, the other waits on a continuation that `heal` and `forget`
+    /// resume; the first to end cancels the other.
+    private func waitToRedial(_ peer: PeerAddress, serial: UInt64, nanoseconds: Int64) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await Task.sleep(for: .nanoseconds(nanoseconds)) }
+            group.addTask { await self.wake(peer, serial: serial) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Returns once `heal` or `forget` resumes the dialer of target `serial` at `peer` (at
+    /// once if `heal` asked while it was dialing, or the target is gone), or the task is
+    /// cancelled. The continuation is stored, taken and resumed under the registry's lock, so
+    /// it is resumed exactly once whoever comes first.
+    private func wake(_ peer: PeerAddress, serial: UInt64) async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let waits = registry.withLock { registry -> Bool in
+                    guard !Task.isCancelled, let target = registry.dialTargets[peer], target.serial == serial else { return false }
+                    if target.wakeRequested {
+                        registry.dialTargets[peer]?.wakeRequested = false
+                        return false
+                    }
+                    registry.dialTargets[peer]?.waiter = continuation
                     return true
                 }
-                return false
+                if !waits { continuation.resume() }
             }
-            if wake { return }
-            do { try await Task.sleep(for: .milliseconds(50)) } catch { return }
+        } onCancel: {
+            let waiter = registry.withLock { registry -> CheckedContinuation<Void, Never>? in
+                guard let target = registry.dialTargets[peer], target.serial == serial else { return nil }
+                registry.dialTargets[peer]?.waiter = nil
+                return target.waiter
+            }
+            waiter?.resume()
         }
     }
 

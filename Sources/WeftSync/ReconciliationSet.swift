@@ -4,18 +4,13 @@ import WeftModel
 /// The items a node offers to reconciliation (SPEC.md §14.3): one per published conversation
 /// log, keyed by conversation identifier (ascending by bytes), valued by the log's digest.
 ///
-/// Kept sorted, with the item hashes in a Fenwick tree of 256-bit sums, so the fingerprint of
-/// any range costs O(log n) and a log's new digest (every message changes one) costs O(log n)
-/// too. Adding or removing a conversation shifts the array and rebuilds the tree in O(n): a
-/// few microseconds per thousand logs, and conversations appear far less often than messages.
+/// Kept in an `ItemTree`, a balanced search tree whose nodes know the sums of the item hashes
+/// below them: the fingerprint of any range, a log's new digest (every message changes one),
+/// a new conversation and a removed one each cost O(log n), so a catch-up of k logs among n
+/// costs O(k log n). Reading the item at an index costs O(log n) too; a reconciliation reads
+/// a handful per range it splits or lists.
 public struct ReconciliationSet: Sendable {
-    /// Conversation identifiers in ascending order.
-    private(set) var keys: [ReconciliationKey] = []
-    /// `hashes[i]` is the item hash of `keys[i]`.
-    private(set) var hashes: [ItemHash] = []
-    /// Prefix sums of `hashes`, in Fenwick layout: `tree[i]` (1-based) covers the
-    /// `i & -i` hashes ending at index `i - 1`.
-    private var tree: [Sum256] = []
+    private var tree: ItemTree
 
     /// The set of `summaries`: for each conversation its log's digest. A conversation listed
     /// twice keeps its last digest.
@@ -24,14 +19,10 @@ public struct ReconciliationSet: Sendable {
             (key: ReconciliationKey($0.element.0), order: $0.offset, conversation: $0.element.0, digest: $0.element.1)
         }
         items.sort { $0.key < $1.key || ($0.key == $1.key && $0.order < $1.order) }
-        keys.reserveCapacity(items.count)
-        hashes.reserveCapacity(items.count)
-        for (index, item) in items.enumerated() {
-            if index + 1 < items.count, items[index + 1].key == item.key { continue }
-            keys.append(item.key)
-            hashes.append(ItemHash(conversation: item.conversation, digest: item.digest))
-        }
-        rebuildTree()
+        let unique = items.indices.lazy
+            .filter { $0 + 1 == items.count || items[$0 + 1].key != items[$0].key }
+            .map { (items[$0].key, ItemHash(conversation: items[$0].conversation, digest: items[$0].digest)) }
+        tree = ItemTree(sorted: unique)
     }
 
     /// The set of the published, unpruned logs among `summaries` (a log still local to its
@@ -54,90 +45,64 @@ public struct ReconciliationSet: Sendable {
     private static func takesPart(_ summary: LogSummary) -> Bool { summary.isPublished && !summary.isPruned }
 
     /// The number of conversations.
-    public var count: Int { keys.count }
+    public var count: Int { tree.count }
 
-    public var isEmpty: Bool { keys.isEmpty }
+    public var isEmpty: Bool { tree.count == 0 }
 
     /// The conversations, ascending.
-    public var conversations: [ConversationID] { keys.map(\.conversation) }
+    public var conversations: [ConversationID] { tree.keys.map(\.conversation) }
 
     /// Sets the digest of `conversation`'s log, adding the conversation if it is new.
     public mutating func update(_ conversation: ConversationID, digest: SetDigest) {
         let key = ReconciliationKey(conversation)
         let hash = ItemHash(conversation: conversation, digest: digest)
-        let index = firstIndex(notBelow: key)
-        if index < keys.count, keys[index] == key {
-            let delta = hash.sum - hashes[index].sum
-            hashes[index] = hash
-            add(delta, at: index)
+        if let old = tree.hash(of: key) {
+            tree.replace(key, with: hash, old: old)
         } else {
-            keys.insert(key, at: index)
-            hashes.insert(hash, at: index)
-            rebuildTree()
+            tree.insert(key, hash)
         }
     }
 
     /// Removes `conversation` (a pruned log); nothing happens if it is not in the set.
     public mutating func remove(_ conversation: ConversationID) {
         let key = ReconciliationKey(conversation)
-        let index = firstIndex(notBelow: key)
-        guard index < keys.count, keys[index] == key else { return }
-        keys.remove(at: index)
-        hashes.remove(at: index)
-        rebuildTree()
+        guard tree.hash(of: key) != nil else { return }
+        tree.remove(key)
     }
+
+    /// Tree nodes visited by updates and removals since the set was built (tests count them).
+    var updateVisits: Int { tree.visits }
 
     // MARK: - Ranges
 
+    /// The keys in ascending order, by index.
+    var keys: Items<ReconciliationKey> { Items(tree: tree) { $0.key } }
+
+    /// `hashes[i]` is the item hash of `keys[i]`.
+    var hashes: Items<ItemHash> { Items(tree: tree) { $0.hash } }
+
+    /// One part of the items, read by index in O(log n).
+    struct Items<Element> {
+        let tree: ItemTree
+        let part: ((key: ReconciliationKey, hash: ItemHash)) -> Element
+
+        var count: Int { tree.count }
+
+        subscript(index: Int) -> Element { part(tree.item(at: index)) }
+    }
+
     /// The index of the first item at or above `bound` (`count` for the end).
     func index(of bound: ReconciliationBound) -> Int {
-        guard let key = bound.key else { return keys.count }
+        guard let key = bound.key else { return tree.count }
         return firstIndex(notBelow: key)
     }
 
     /// The index of the first item not below `key`.
-    func firstIndex(notBelow key: ReconciliationKey) -> Int {
-        var low = 0
-        var high = keys.count
-        while low < high {
-            let middle = (low + high) / 2
-            if keys[middle] < key { low = middle + 1 } else { high = middle }
-        }
-        return low
-    }
+    func firstIndex(notBelow key: ReconciliationKey) -> Int { tree.countBelow(key) }
 
     /// The fingerprint of the items at `indices` (§14.3).
     func fingerprint(_ indices: Range<Int>) -> RangeFingerprint {
-        RangeFingerprint(sum: prefixSum(indices.upperBound) - prefixSum(indices.lowerBound), count: indices.count)
-    }
-
-    // MARK: - Fenwick tree
-
-    private func prefixSum(_ count: Int) -> Sum256 {
-        var sum = Sum256.zero
-        var position = count
-        while position > 0 {
-            sum = sum + tree[position]
-            position &= position - 1
-        }
-        return sum
-    }
-
-    private mutating func add(_ delta: Sum256, at index: Int) {
-        var position = index + 1
-        while position <= keys.count {
-            tree[position] = tree[position] + delta
-            position += position & -position
-        }
-    }
-
-    /// Builds the tree from `hashes` in O(n): each node passes its total up to its parent.
-    private mutating func rebuildTree() {
-        tree = [Sum256.zero] + hashes.map(\.sum)
-        for position in stride(from: 1, through: keys.count, by: 1) {
-            let parent = position + (position & -position)
-            if parent <= keys.count { tree[parent] = tree[parent] + tree[position] }
-        }
+        RangeFingerprint(sum: tree.prefixSum(indices.upperBound) - tree.prefixSum(indices.lowerBound), count: indices.count)
     }
 }
 

@@ -90,9 +90,9 @@ final class RunningNode: Sendable {
 /// Starts a node; `address()` then waits for its listener.
 func startNode(
     _ name: String, meshKey: MeshKey, peers: [PeerAddress] = [], policy: ChannelPolicy = testPolicy,
-    listenAddress: PeerAddress? = PeerAddress(host: "127.0.0.1", port: 0)
+    listenAddress: PeerAddress? = PeerAddress(host: "127.0.0.1", port: 0), redialDelays: [TimeAmount] = testRedialDelays
 ) throws -> RunningNode {
-    RunningNode(try makeNode(name, meshKey: meshKey, peers: peers, policy: policy, listenAddress: listenAddress))
+    RunningNode(try makeNode(name, meshKey: meshKey, peers: peers, policy: policy, listenAddress: listenAddress, redialDelays: redialDelays))
 }
 
 /// Matchers for the events the tests wait on.
@@ -130,16 +130,19 @@ func quietLogger(_ name: String) -> Logger {
     return logger
 }
 
+/// Short redial delays, so tests don't wait out production backoff.
+let testRedialDelays: [TimeAmount] = [.milliseconds(50), .milliseconds(200)]
+
 func makeNode(
     _ name: String, meshKey: MeshKey, peers: [PeerAddress] = [], policy: ChannelPolicy = testPolicy,
-    listenAddress: PeerAddress? = PeerAddress(host: "127.0.0.1", port: 0)
+    listenAddress: PeerAddress? = PeerAddress(host: "127.0.0.1", port: 0), redialDelays: [TimeAmount] = testRedialDelays
 ) throws -> MeshNode {
     let logger = quietLogger(name)
     let identity = NodeIdentity.generate()
     return MeshNode(
         configuration: .init(
             identity: identity, meshKey: meshKey, displayName: name, listenAddress: listenAddress, peers: peers,
-            policy: policy, tickInterval: .milliseconds(50), redialDelays: [.milliseconds(50), .milliseconds(200)]),
+            policy: policy, tickInterval: .milliseconds(50), redialDelays: redialDelays),
         store: try Store(directory: nil, localUser: identity.publicKey),
         logger: logger)
 }

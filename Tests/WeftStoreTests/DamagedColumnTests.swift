@@ -7,7 +7,8 @@ import WeftModel
 
 /// A value of the wrong type where the store reads an integer, a flag, text or bytes (written
 /// by another program through raw SQL) makes the read throw `damagedStore` naming the column;
-/// GRDB's `row[n]` would trap on it. One test per file whose reads meet such a value.
+/// GRDB's `row[n]` would trap on it in a fetched row (and read TEXT as 0 from a cursor). At
+/// least one test per file whose reads were converted to the checked helpers.
 @Suite("Store: a value of the wrong type in a column throws damagedStore naming the column")
 struct DamagedColumnTests {
     static let now: UInt64 = 1_700_000_000_000

@@ -32,13 +32,21 @@ extension SyncCore {
         if released > 0 { releasePending(released) }
 
         let source = outcome.source.flatMap { peers[$0] != nil ? $0 : nil }
-        if let source, let user = peers[source]?.user {
+        // Whose bound the commit counts against, even if its connection ended meanwhile.
+        let sourceUser = outcome.source.flatMap { peers[$0]?.user ?? departed[$0] }
+        if let user = sourceUser {
+            if var unsettled = unsettledByUser[user] {
+                for signed in outcome.stored { unsettled.remove(signed.id) }
+                for id in outcome.refused { unsettled.remove(id) }
+                for id in outcome.duplicateIDs { unsettled.remove(id) }
+                unsettledByUser[user] = unsettled.isEmpty ? nil : unsettled
+            }
             if outcome.pending > 0 {
                 pendingByUser[user, default: PendingCount()].operations += outcome.pending
                 pendingByUser[user, default: PendingCount()].bytes += outcome.pendingByteCount
             }
-            statistics.duplicatesReceived += outcome.duplicates
         }
+        if source != nil { statistics.duplicatesReceived += outcome.duplicates }
 
         let order = peerOrder
         for signed in outcome.stored {
@@ -159,8 +167,15 @@ extension SyncCore {
         guard let state = peers[peer] else { return }
         statistics.operationsReceived += message.operations.count
         let pending = pendingByUser[state.user] ?? PendingCount()
-        let overBound = pending.operations >= configuration.maxPendingOperationsPerPeer
-            || pending.bytes >= configuration.maxPendingBytesPerPeer
+        var unsettled = unsettledByUser[state.user] ?? []
+        var overBound: Bool {
+            pending.operations + unsettled.count >= configuration.maxPendingOperationsPerPeer
+                || pending.bytes >= configuration.maxPendingBytesPerPeer
+        }
+        // The highest sequence of each author's chain in this message so far: an operation
+        // that follows one before it continues a chain, as in an answer to WANT.
+        var chains: [ConversationID: VersionVector] = [:]
+        defer { unsettledByUser[state.user] = unsettled.isEmpty ? nil : unsettled }
         var fresh: [SignedOperation] = []
         var duplicates = 0
         var dropped = 0
@@ -178,13 +193,18 @@ extension SyncCore {
                 outgoing[peer, default: OutgoingBatch()].acknowledgements.append(signed.operation)
                 continue
             }
-            if overBound && op.sequence > ownHead + 1 {
-                // Not verified, but the peer holds it and this node lacks it: counted as
-                // unsynced until anti-entropy brings it.
-                learn(op.author, op.sequence, in: op.conversation)
-                dropped += 1
-                continue
+            let chainHead = max(ownHead, chains[op.conversation]?[op.author] ?? 0)
+            if op.sequence > chainHead + 1 {
+                if overBound {
+                    // Not verified, but the peer holds it and this node lacks it: counted as
+                    // unsynced until anti-entropy brings it.
+                    learn(op.author, op.sequence, in: op.conversation)
+                    dropped += 1
+                    continue
+                }
+                unsettled.insert(signed.id)
             }
+            if op.sequence > chains[op.conversation]?[op.author] ?? 0 { chains[op.conversation, default: VersionVector()].set(op.author, op.sequence) }
             recent.insert(signed.id)
             if message.isPush, let entry = missing[signed.id] { observeLateness(since: entry.announcedAt) }
             forgetMissing(signed.id)

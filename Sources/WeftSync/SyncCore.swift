@@ -31,6 +31,14 @@ public struct SyncCore: Sendable {
     /// Operations each peer identity sent that the store holds pending, over all its
     /// connections (a peer that reconnects does not start afresh).
     var pendingByUser: [UserID: PendingCount] = [:]
+    /// Operations each peer identity sent that are on their way to the store and not next in
+    /// their author's chain (likely pending): counted against the bound until the store says,
+    /// so a burst of messages cannot pass it before the first commit.
+    var unsettledByUser: [UserID: Set<OperationID>] = [:]
+    /// The identities of connections that ended lately: a commit of what one of them sent may
+    /// come after its end, and still counts against its identity. The last 1,024.
+    var departed: [PeerID: UserID] = [:]
+    var departedOrder: [PeerID] = []
     /// How late eager pushes arrive after the first announcement of the same operation: a
     /// maximum that decays by a sixty-fourth at each new observation below it (§14.8).
     var pushLateness: UInt64 = 0
@@ -64,7 +72,11 @@ public struct SyncCore: Sendable {
             peers[peer] = PeerState(user: user, knownCapacity: configuration.knownOperationCapacityPerPeer, now: now)
             startReconciliation(with: peer)
         case .disconnected(let peer):
-            peers[peer] = nil
+            if let user = peers.removeValue(forKey: peer)?.user {
+                departed[peer] = user
+                departedOrder.append(peer)
+                if departedOrder.count > 1_024 { departed[departedOrder.removeFirst()] = nil }
+            }
             outgoing[peer] = nil
         case .received(let peer, let message):
             guard peers[peer] != nil else { break }

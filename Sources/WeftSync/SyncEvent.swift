@@ -63,6 +63,8 @@ public struct StoreOutcome: Sendable {
     public var stored: [SignedOperation]
     /// Operations of the batch the store already held.
     public var duplicates: Int
+    /// Their identifiers, where the driver knows them.
+    public var duplicateIDs: [OperationID] = []
     /// Operations of the batch that were stored pending (causes missing).
     public var pending: Int
     /// Those of `stored` that are pending: kept, acknowledged, but not pushed or announced

@@ -18,8 +18,7 @@ extension LocalMeshTests {
     private static func withAttackedLine(
         redial: TimeAmount = .milliseconds(250), _ body: (LocalMesh, AttackingPeer) async throws -> Void
     ) async throws {
-        try await LocalMesh.with(nodes: 3, topology: .line, options: .init(keepHomes: ProcessInfo.processInfo.environment["WEFT_KEEP"] != nil)) { mesh in
-            print("HOMES \(mesh.directory.path)")
+        try await LocalMesh.with(nodes: 3, topology: .line) { mesh in
             try await mesh.waitUntilLinked()
             let b = mesh.nodes[1]
             let attacker = try await AttackingPeer(meshKeyFrom: b.home, dialing: try #require(b.address), redial: redial)
@@ -125,9 +124,11 @@ extension LocalMeshTests {
                 try await attacker.waitFor("the attacker to reconnect") { attacker.authentications > before }
             }
             // Over four connections, the identity got `bound` pending operations at most; the
-            // rest was dropped unverified.
+            // rest was dropped unverified. (An operation released from pending counts back for
+            // every identity, §14.10: the store does not say whose it was. The honest exchanges
+            // release a few of c's, so a few more of the attacker's may pass: at most 20 here.)
             try await attacker.waitFor("b to drop past the bound") {
-                try await Self.counter("operationsDropped", of: b) >= UInt64(36_000 - bound)
+                try await Self.counter("operationsDropped", of: b) >= UInt64(36_000 - bound - 20)
             }
             let resident = try #require(b.residentBytes)
             #expect(resident < 150 << 20, "b holds \(resident >> 20) MB")

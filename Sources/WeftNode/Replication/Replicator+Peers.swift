@@ -95,7 +95,7 @@ extension Replicator {
                 case .beyond(let conversation, let heads, let skipping):
                     var cursor = heads
                     while !outbox.isClosed {
-                        let operations = try await store.operations(in: conversation, beyond: cursor, limit: 2_048)
+                        let operations = try await store.fetchOperations(in: conversation, beyond: cursor, limit: 2_048)
                         if operations.isEmpty { break }
                         for signed in operations {
                             let op = signed.operation
@@ -105,7 +105,7 @@ extension Replicator {
                         if operations.count < 2_048 { break }
                     }
                 case .ids(let ids):
-                    await sendStored(try await store.operations(ids: ids), to: outbox, peer: peer)
+                    await sendStored(try await store.fetchOperations(ids: ids), to: outbox, peer: peer)
                 }
             } catch {
                 logger.error("cannot read operations to send to \(outbox.connection.identity): \(error)")
@@ -132,7 +132,7 @@ extension Replicator {
         let judged = removals.isEmpty ? [] : operations.filter { removals.contains($0.operation.conversation) }
         guard !judged.isEmpty else { return operations }
         do {
-            let withheld = try store.withheld(judged, from: user)
+            let withheld = try await store.fetchWithheld(judged, from: user)
             return withheld.isEmpty ? operations : operations.filter { !withheld.contains($0.id) }
         } catch {
             // Unsure: send nothing rather than something the rule forbids.

@@ -63,7 +63,13 @@ extension Replicator {
         guard !items.isEmpty else { return nil }
         let operations = items.map(\.operation)
         inFlight.withLock { inFlight in for signed in operations { inFlight.insert(signed.id) } }
-        return CheckedItems(items: items, batch: Result { try mailbox.store.checkSignatures(operations) })
+        let batch: Result<Store.CheckedBatch, any Error>
+        do {
+            batch = .success(try await mailbox.store.checkSignatures(operations))
+        } catch {
+            batch = .failure(error)
+        }
+        return CheckedItems(items: items, batch: batch)
     }
 
     /// Stores one checked batch and reports the outcome to the core.
@@ -116,6 +122,7 @@ extension Replicator {
                 outcomes[item.source]?.stored.append(signed)
             } else if !applied.newOperations.contains(id) || !taken.insert(id).inserted {
                 outcomes[item.source]?.duplicates += 1
+                outcomes[item.source]?.duplicateIDs.append(id)
             }
             if pending.contains(id) {
                 outcomes[item.source]?.pending += 1

@@ -207,7 +207,7 @@ public final class Replicator: Service, Sendable {
                 // Commits went unseen: take the summaries afresh (pushes of what was missed
                 // are left to anti-entropy) and forget which commits were in flight.
                 inFlight.withLock { $0.removeAll() }
-                if let summaries = try? await store.logSummaries() { await feed(.stored(StoreOutcome(summaries: summaries, stored: []))) }
+                if let summaries = try? await store.fetchLogSummaries() { await feed(.stored(StoreOutcome(summaries: summaries, stored: []))) }
             }
             guard !batch.storedOperations.isEmpty || !batch.summaries.isEmpty else { continue }
             let received = inFlight.withLock { inFlight in
@@ -239,7 +239,7 @@ public final class Replicator: Service, Sendable {
             let pruned = try await store.pruneRelayed(olderThan: now - retention)
             if pruned > 0 {
                 logger.info("pruned \(pruned) relayed conversation(s) idle for longer than the retention period")
-                await feed(.stored(StoreOutcome(summaries: try await store.logSummaries(), stored: [])))
+                await feed(.stored(StoreOutcome(summaries: try await store.fetchLogSummaries(), stored: [])))
             }
         } catch {
             logger.error("cannot prune relayed conversations: \(error)")

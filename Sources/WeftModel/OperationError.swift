@@ -16,6 +16,9 @@ public struct OperationError: Error, Hashable, Sendable, CustomStringConvertible
         case invalidReference
         case notPermitted
         case equivocation
+        /// Not stored: it waits for causes and is past the store's bounds for such operations
+        /// (stamped too long ago, or its log holds too many). It may be offered again later.
+        case pendingLimit
     }
 
     public let reason: Reason

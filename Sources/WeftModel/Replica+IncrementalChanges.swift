@@ -115,13 +115,15 @@ extension Replica {
     }
 
     /// A plan when the batch can only append messages after each group's latest, add receipts
-    /// and set metadata, and nothing else can happen: nothing waits for causes (so nothing
-    /// else is released), and no operation reuses a sequence number (so no log is rebuilt).
+    /// and set metadata, and nothing else can happen: nothing waits for causes in the logs it
+    /// writes to (so nothing else is released: an operation's causes are in its own log, and
+    /// one waiting elsewhere for it only waits again), and no operation reuses a sequence
+    /// number (so no log is rebuilt). Operations pending in other logs do not matter.
     private func simplePlan(
         for operations: [SignedOperation], groups: [ConversationID: [ConversationID]],
         snapshots: [ConversationID: ConversationSnapshot]
     ) -> Plan? {
-        guard pendingCount == 0 else { return nil }
+        guard operations.allSatisfy({ pendingByConversation[$0.operation.conversation] == nil }) else { return nil }
         var canonicalOf: [ConversationID: ConversationID] = [:]
         for (canonical, members) in groups { for member in members { canonicalOf[member] = canonical } }
         // Hashed as words, not as a concatenated byte array (which allocated per operation and

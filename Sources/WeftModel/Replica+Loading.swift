@@ -88,15 +88,15 @@ extension Replica {
 
     /// Drops logs from memory, with the operations waiting in them. The index of creations
     /// stays, so merge groups and lookups still see them. A complete replica keeps its logs.
+    ///
+    /// Costs the logs dropped and their pending operations (each one's own entries in the
+    /// indexes), never the operations waiting in the logs kept.
     public mutating func unload(_ ids: Set<ConversationID>) {
         guard isPartial, !ids.isEmpty else { return }
-        for id in ids { logs[id] = nil }
-        let dropped = Set(pending.filter { ids.contains($0.value.operation.conversation) }.keys)
-        guard !dropped.isEmpty else { return }
-        for id in dropped { pending[id] = nil }
-        for (cause, waiters) in waitingOn {
-            let rest = waiters.subtracting(dropped)
-            waitingOn[cause] = rest.isEmpty ? nil : rest
+        for id in ids {
+            logs[id] = nil
+            guard let waiting = pendingByConversation.removeValue(forKey: id) else { continue }
+            for operation in waiting { _ = unhold(operation) }
         }
     }
 }

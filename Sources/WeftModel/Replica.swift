@@ -24,11 +24,24 @@ public struct Replica: Sendable {
     private(set) var creations: [ConversationID: ConversationLog.Creation] = [:]
     /// Each group's members, sorted by (creation timestamp, identifier): canonical first.
     private(set) var groups: [GroupKey: [ConversationID]] = [:]
-    /// Operations waiting for causes, by identifier, and who waits on what.
-    var pending: [OperationID: SignedOperation] = [:]
+    /// Operations waiting for causes, by identifier, each with the causes it waits for.
+    var pending: [OperationID: PendingOperation] = [:]
+    /// For each missing cause, the pending operations waiting for it: exactly the causes the
+    /// entries of `pending` list, so taking one operation out touches only its own entries.
     var waitingOn: [OperationID: Set<OperationID>] = [:]
-    /// Operations held per conversation whose creation has not arrived.
+    /// The pending operations of each log (conversation identifier), for dropping a log's.
+    var pendingByConversation: [ConversationID: Set<OperationID>] = [:]
+    /// Entries of the three pending indexes added or removed, for tests: keeping them costs
+    /// work in proportion to what enters and leaves them, never to what waits in them.
+    var pendingIndexWork = 0
+    /// Operations waiting for causes, in every log.
     public var pendingCount: Int { pending.count }
+
+    /// An operation waiting for causes, and the causes it still lacks (as of its last try).
+    struct PendingOperation: Sendable {
+        var signed: SignedOperation
+        var missing: [OperationID]
+    }
 
     /// A complete replica, empty.
     public init(localUser: UserID?) {
@@ -116,8 +129,7 @@ public struct Replica: Sendable {
             report.duplicates.append(signed.id)
         case .pending(let missing):
             if pending[signed.id] == nil {
-                pending[signed.id] = signed
-                for cause in missing { waitingOn[cause, default: []].insert(signed.id) }
+                hold(signed, missing: missing)
                 report.pending.append(signed.id)
                 report.missingCauses[signed.id] = missing
             }
@@ -144,9 +156,52 @@ public struct Replica: Sendable {
 
     private mutating func release(waitingFor id: OperationID, into retry: inout [SignedOperation]) {
         guard let waiters = waitingOn.removeValue(forKey: id) else { return }
+        pendingIndexWork += 1
         for waiter in waiters.sorted() {
-            if let op = pending.removeValue(forKey: waiter) { retry.append(op) }
+            if let op = unhold(waiter) { retry.append(op) }
         }
+    }
+
+    // MARK: - Pending operations
+
+    /// Holds an operation until `missing` arrive.
+    private mutating func hold(_ signed: SignedOperation, missing: [OperationID]) {
+        pending[signed.id] = PendingOperation(signed: signed, missing: missing)
+        for cause in missing { waitingOn[cause, default: []].insert(signed.id) }
+        pendingByConversation[signed.operation.conversation, default: []].insert(signed.id)
+        pendingIndexWork += 2 + missing.count
+    }
+
+    /// Takes a pending operation out of every index, touching only the entries that name it
+    /// (those of its missing causes, and its log's); nil if it was not pending.
+    mutating func unhold(_ id: OperationID) -> SignedOperation? {
+        guard let held = pending.removeValue(forKey: id) else { return nil }
+        for cause in held.missing {
+            // In place: a copy of the set per waiter would cost what waits on the cause.
+            if waitingOn[cause]?.remove(id) != nil, waitingOn[cause]?.isEmpty == true { waitingOn[cause] = nil }
+        }
+        let conversation = held.signed.operation.conversation
+        if pendingByConversation[conversation]?.remove(id) != nil, pendingByConversation[conversation]?.isEmpty == true {
+            pendingByConversation[conversation] = nil
+        }
+        pendingIndexWork += 2 + held.missing.count
+        return held.signed
+    }
+
+    /// How many operations wait for causes in the log of `conversation` (a log held in memory).
+    public func pendingCount(in conversation: ConversationID) -> Int { pendingByConversation[conversation]?.count ?? 0 }
+
+    /// The pending operation `id`, if this replica holds it.
+    public func pendingOperation(_ id: OperationID) -> SignedOperation? { pending[id]?.signed }
+
+    /// Forgets pending operations, as if they had never arrived (a store deleting them, SPEC.md
+    /// §11.1): what waits on them waits on; one arriving again is taken again. Identifiers not
+    /// pending are ignored. Returns how many were dropped. Costs what is dropped, not what waits.
+    @discardableResult
+    public mutating func dropPending(_ ids: some Sequence<OperationID>) -> Int {
+        var dropped = 0
+        for id in ids where unhold(id) != nil { dropped += 1 }
+        return dropped
     }
 
     // MARK: - Merge groups

@@ -115,6 +115,127 @@ struct LogSummaryTable {
             """).execute(arguments: [conversation, authorKey, Int64(bitPattern: head)])
     }
 
+    /// Takes operations deleted from the operation table (pending ones, each added before) out
+    /// of their logs' summaries; a log left with none loses its summary. Operations this
+    /// transaction stored and not yet added may be in the table: they count as held here, and
+    /// adding them after leaves the summaries right.
+    ///
+    /// An author's accepted operations are a prefix of their chain, 1...`acceptedThrough(log,
+    /// author)`, so the log's other operations (the slot index) say the rest: a deleted
+    /// operation within that prefix moves nothing; one past the author's head was a gap, which
+    /// goes unless another operation holds its slot (one lookup); only one at or below the head
+    /// and past the prefix makes the head walk down again, over the author's operations in the
+    /// log that are not accepted (those above it become gaps). Never through the whole log.
+    /// `latestAccepted(log)` is the greatest timestamp of its accepted operations, for the last
+    /// activity.
+    func remove(
+        _ operations: [Stored], acceptedThrough: (ConversationID, UserID) -> UInt64,
+        latestAccepted: (ConversationID) -> HLCTimestamp?
+    ) throws {
+        for (conversation, ops) in Dictionary(grouping: operations, by: \.conversation) {
+            let key = Data(conversation.bytes)
+            guard let row = try Row.fetchOne(
+                db.cached("SELECT digest, operationCount, lastActivity FROM log_summary WHERE conversation = ? AND isPruned = 0"),
+                arguments: [key])
+            else { continue }
+            var digest = try Self.digest(row, 0)
+            let count = (row[1] as Int) - ops.count
+            var lastActivity = HLCTimestamp(databaseValue: row[2])
+            guard count > 0 else {
+                try dropTombstone(conversation)
+                continue
+            }
+            for op in ops { digest.remove(op.id) }
+            if ops.contains(where: { $0.timestamp >= lastActivity }) {
+                lastActivity = try self.lastActivity(of: key, latestAccepted: latestAccepted(conversation))
+            }
+            try db.cachedStatement(sql: "UPDATE log_summary SET digest = ?, operationCount = ?, lastActivity = ? WHERE conversation = ?")
+                .execute(arguments: [Data(digest.bytes), count, lastActivity.databaseValue, key])
+            for (author, authored) in Dictionary(grouping: ops, by: \.author) {
+                let accepted = acceptedThrough(conversation, author)
+                // Within the accepted prefix a slot stays held: nothing moves.
+                let past = Set(authored.map(\.sequence).filter { $0 > accepted })
+                guard !past.isEmpty else { continue }
+                let authorKey = Data(author.bytes)
+                let head = UInt64(bitPattern: try Int64.fetchOne(
+                    db.cachedStatement(sql: "SELECT head FROM log_head WHERE conversation = ? AND author = ?"),
+                    arguments: [key, authorKey]) ?? 0)
+                if past.allSatisfy({ $0 > head }) {
+                    // Only gaps: each goes unless another operation holds its slot.
+                    for sequence in past where try !holdsUnaccepted(author: authorKey, sequence: sequence, in: key) {
+                        try db.cachedStatement(sql: "DELETE FROM log_gap WHERE conversation = ? AND author = ? AND sequence = ?")
+                            .execute(arguments: [key, authorKey, Int64(bitPattern: sequence)])
+                    }
+                } else {
+                    try rebuildHead(of: author, in: key, acceptedThrough: accepted)
+                }
+            }
+        }
+    }
+
+    /// Whether the log holds an operation of `author` with `sequence` that is not accepted.
+    private func holdsUnaccepted(author: Data, sequence: UInt64, in conversation: Data) throws -> Bool {
+        try Bool.fetchOne(
+            db.cachedStatement(sql: """
+                SELECT EXISTS (SELECT 1 FROM operation WHERE conversation = ? AND author = ? AND sequence = ? AND status != 'accepted')
+                """),
+            arguments: [conversation, author, Int64(bitPattern: sequence)]) ?? false
+    }
+
+    /// The greatest timestamp among a log's operations: the accepted ones' (from the replica),
+    /// the pending ones' (the last of the log's pending index) and the refused ones'.
+    private func lastActivity(of conversation: Data, latestAccepted: HLCTimestamp?) throws -> HLCTimestamp {
+        var latest = latestAccepted ?? HLCTimestamp(rawValue: 0)
+        for status in ["pending", "rejected"] {
+            if let value = try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT MAX(timestamp) FROM operation WHERE conversation = ? AND status = '\(status)'"),
+                arguments: [conversation])
+            {
+                latest = max(latest, HLCTimestamp(databaseValue: value))
+            }
+        }
+        return latest
+    }
+
+    /// Sets an author's head and gaps from what the log holds of them now: the accepted prefix
+    /// 1...`accepted` and the slots of the operations that are not accepted.
+    private func rebuildHead(of author: UserID, in conversation: Data, acceptedThrough accepted: UInt64) throws {
+        let authorKey = Data(author.bytes)
+        let held = Set(try Int64.fetchAll(
+            db.cachedStatement(sql: "SELECT sequence FROM operation WHERE conversation = ? AND author = ? AND status != 'accepted'"),
+            arguments: [conversation, authorKey]
+        ).map { UInt64(bitPattern: $0) })
+        var head = accepted
+        while head < .max, held.contains(head + 1) { head += 1 }
+        let gaps = held.filter { $0 > head }
+        let before = UInt64(bitPattern: try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT head FROM log_head WHERE conversation = ? AND author = ?"),
+            arguments: [conversation, authorKey]) ?? 0)
+        if head != before {
+            if head == 0 {
+                try db.cachedStatement(sql: "DELETE FROM log_head WHERE conversation = ? AND author = ?")
+                    .execute(arguments: [conversation, authorKey])
+            } else {
+                try db.cachedStatement(sql: """
+                    INSERT INTO log_head (conversation, author, head) VALUES (?, ?, ?)
+                    ON CONFLICT (conversation, author) DO UPDATE SET head = excluded.head
+                    """).execute(arguments: [conversation, authorKey, Int64(bitPattern: head)])
+            }
+        }
+        let stored = Set(try Int64.fetchAll(
+            db.cachedStatement(sql: "SELECT sequence FROM log_gap WHERE conversation = ? AND author = ?"),
+            arguments: [conversation, authorKey]
+        ).map { UInt64(bitPattern: $0) })
+        for sequence in stored.subtracting(gaps) {
+            try db.cachedStatement(sql: "DELETE FROM log_gap WHERE conversation = ? AND author = ? AND sequence = ?")
+                .execute(arguments: [conversation, authorKey, Int64(bitPattern: sequence)])
+        }
+        for sequence in gaps.subtracting(stored) {
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO log_gap (conversation, author, sequence) VALUES (?, ?, ?)")
+                .execute(arguments: [conversation, authorKey, Int64(bitPattern: sequence)])
+        }
+    }
+
     /// Publishes logs; returns those that were not published before (and hold operations).
     func publish(_ conversations: some Sequence<ConversationID>) throws -> Set<ConversationID> {
         var published: Set<ConversationID> = []

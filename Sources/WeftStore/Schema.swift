@@ -185,7 +185,24 @@ enum Schema {
                 ])
         }
 
-        // Future migrations go here, after "v4: checks without IN lists".
+        // Pending operations (causes missing) are deleted when they wait too long or their log
+        // holds too many (`Store+Pending.swift`, SPEC.md §11.1). Partial indexes hold only the
+        // rows they are about, so an honest store, with next to no pending or refused
+        // operations, pays next to nothing for them on insert:
+        // - by timestamp, the pending operations that expired (the sweep reads only those);
+        // - by log and timestamp, a log's oldest pending operations (dropped past its limit);
+        // - by slot, the operations of a log that are not accepted: with the accepted ones (a
+        //   prefix of each author's chain) they give the heads and gaps of a summary after a
+        //   deletion, without reading the log.
+        migrator.registerMigration("v5: pending operations expire") { db in
+            try db.execute(sql: """
+                CREATE INDEX operation_pending_on_timestamp ON operation(timestamp) WHERE status = 'pending';
+                CREATE INDEX operation_pending_on_conversation ON operation(conversation, timestamp, id) WHERE status = 'pending';
+                CREATE INDEX operation_unaccepted_on_slot ON operation(conversation, author, sequence) WHERE status != 'accepted';
+                """)
+        }
+
+        // Future migrations go here, after "v5: pending operations expire".
         return migrator
     }
 

@@ -26,6 +26,13 @@ extension Store {
             return replica.applyReportingChangesIncrementally(verified: operations, current: current, position: position, onlyShown: true)
         }
 
+        /// Forgets pending operations the transaction deletes (`Store+Pending.swift`).
+        mutating func dropPending(_ ids: [OperationID]) {
+            guard !ids.isEmpty else { return }
+            isChanged = true
+            replica.dropPending(ids)
+        }
+
         /// Applies `operations` without working out what readers see change (the caller knows).
         mutating func applyWithoutChanges(_ operations: [SignedOperation]) -> Replica.Report {
             isChanged = true

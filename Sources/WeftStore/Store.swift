@@ -32,6 +32,13 @@ public final class Store: Sendable {
     /// How many operations the conversation logs kept in memory between writes may hold
     /// together (see `Store+Loading.swift`).
     public let cachedOperationLimit: Int
+    /// How many operations waiting for causes one log may hold; a commit that leaves more
+    /// deletes the oldest (see `Store+Pending.swift`).
+    public let pendingLimit: Int
+    /// Milliseconds before the wall clock an operation waiting for causes may be stamped: a
+    /// commit deletes older ones it would leave waiting, and `expirePending(olderThan:)`
+    /// (called with the wall clock less this) deletes those held.
+    public let pendingLifetime: UInt64
     let database: any DatabaseWriter
     /// The partial replica, nil until a write needs it. Only a write on GRDB's writer queue changes it,
     /// lent out of the slot for the transaction (so it changes in place, uncopied) and put back
@@ -60,13 +67,19 @@ public final class Store: Sendable {
     ///   - localUser: the user this node belongs to; a store on disk refuses another.
     ///   - cachedOperationLimit: past this many operations in the logs in memory, a write drops
     ///     the logs it did not touch.
+    ///   - pendingLimit: how many operations waiting for causes one log may hold.
+    ///   - pendingLifetime: how long before the wall clock a waiting operation may be stamped.
     public init(
         directory: URL?, localUser: UserID, futureTolerance: UInt64 = Store.defaultFutureTolerance,
-        cachedOperationLimit: Int = Store.defaultCachedOperationLimit
+        cachedOperationLimit: Int = Store.defaultCachedOperationLimit, pendingLimit: Int = Store.defaultPendingLimit,
+        pendingLifetime: UInt64 = Store.defaultPendingLifetime
     ) throws {
+        precondition(pendingLimit >= 0, "a log cannot hold fewer than no pending operations")
         self.localUser = localUser
         self.futureTolerance = futureTolerance
         self.cachedOperationLimit = cachedOperationLimit
+        self.pendingLimit = pendingLimit
+        self.pendingLifetime = pendingLifetime
         var configuration = Configuration()
         configuration.label = "weft.store"
         configuration.foreignKeysEnabled = true
@@ -165,7 +178,9 @@ public final class Store: Sendable {
     public struct Applied: Sendable {
         /// What the merge rules did with each operation (accepted, pending, rejected, duplicate).
         public var report: Replica.Report
-        /// Operations refused on receipt (signatures, clocks); always empty for local writes.
+        /// Operations refused on receipt (signatures, clocks), and received operations that would
+        /// wait for causes past the store's bounds (`OperationError.Reason.pendingLimit`, not
+        /// stored); always empty for local writes.
         public var refused: [Refusal]
         /// What readers see change (the delivered receipts written with it included).
         public var changes: ChangeSet
@@ -178,8 +193,14 @@ public final class Store: Sendable {
         public var duplicateCount = 0
         /// Received operations (new or not) that wait for causes after this commit.
         public var pendingCount = 0
-        /// The new summary of every log this commit stored operations in or published
-        /// (`CommittedChanges.summaries`).
+        /// Operations that waited for causes before this commit and that it deleted, to keep
+        /// their log within `Store.pendingLimit` or because they are stamped longer ago than
+        /// `Store.pendingLifetime`: replication counts them released from pending. Their logs'
+        /// new summaries are in `summaries`.
+        public var droppedPending: [OperationID] = []
+        /// The new summary of every log this commit stored operations in, published, or deleted
+        /// pending operations from (`CommittedChanges.summaries`); a log left holding nothing has
+        /// `operationCount` 0 and is unpublished.
         public var summaries: [LogSummary] = []
         /// What this commit made available to the mesh (`CommittedChanges.storedOperations`).
         public var storedOperations: [SignedOperation] = []
@@ -286,17 +307,24 @@ public final class Store: Sendable {
         let accepted = verified
         let refusals = refused
         let localUser = self.localUser
+        let (earliest, underflow) = wallMilliseconds.subtractingReportingOverflow(pendingLifetime)
+        let pendingCutoff = HLCTimestamp(milliseconds: underflow ? 0 : earliest, counter: 0)
+        let pendingLimit = self.pendingLimit
         return try await writeThroughReplica { db, lease in
             try Self.loadLogs(lease.replica.logsToLoad(for: accepted), into: &lease.replica, in: db)
             let current = CurrentSnapshots(db: db)
             try current.prefetch(Set(accepted.map(\.operation.conversation)))
-            let (report, changes) = lease.apply(accepted, current: current.read)
+            let (decided, changes) = lease.apply(accepted, current: current.read)
             try current.check()
             // No Materializer outlives its use: one holding the replica while the receipts
             // change it would make the replica copy the logs they touch. The log rows say
             // which operations the store held already (for the summaries).
-            let held = try Materializer(db: db, replica: lease.replica, localUser: localUser).writeLog(batch: accepted, report: report)
-            var applied = Applied(report: report, refused: refusals, changes: changes)
+            let held = try Materializer(db: db, replica: lease.replica, localUser: localUser).writeLog(batch: accepted, report: decided)
+            // Waiting operations past the bounds go before anything counts them stored.
+            var report = decided
+            let drops = try Self.boundPending(
+                report: &report, batch: accepted, held: held, cutoff: pendingCutoff, limit: pendingLimit, lease: &lease, in: db)
+            var applied = Applied(report: report, refused: refusals + drops.refused, changes: changes)
             if let signer {
                 try Self.acknowledgeDelivery(in: &applied, lease: &lease, db: db, localUser: localUser, signer: signer)
             }
@@ -310,8 +338,15 @@ public final class Store: Sendable {
             let waiting = try self.waitingMessages(among: applied.changes, in: db)
             // Received operations are published: their logs have left some node already.
             let new = Self.firstStored(accepted, report: report, held: held)
-            let stored = try Self.recordStored(new + applied.acknowledgements, publishing: Set(new.map(\.operation.conversation)), in: db)
-            applied.record(received: new, of: accepted.count, report: report, stored: stored)
+            var stored = try Self.recordStored(new + applied.acknowledgements, publishing: Set(new.map(\.operation.conversation)), in: db)
+            if !drops.logs.isEmpty {
+                let summarized = Set(stored.summaries.map(\.conversation))
+                stored.summaries = (stored.summaries + (try Self.summaries(of: drops.logs.subtracting(summarized), in: db)))
+                    .sorted { $0.conversation < $1.conversation }
+            }
+            let refusedNow = Set(drops.refused.map(\.operation))
+            applied.record(received: new, of: accepted.count(where: { !refusedNow.contains($0.id) }), report: report, stored: stored)
+            applied.droppedPending = drops.dropped
             Self.trim(&lease.replica, keeping: Set(accepted.map(\.operation.conversation)), limit: cachedOperationLimit)
             return (applied, Publication(changes: applied.changes, waitingMessages: waiting, stored: stored, includesMessages: withMessages))
         }

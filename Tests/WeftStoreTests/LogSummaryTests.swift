@@ -36,17 +36,20 @@ struct LogSummaryTests {
         var workload = Workload(seed: seed)
         workload.run(steps: 150)
         workload.gossipAll()
+        // The node's clock just after the workload's: every operation is recent enough to
+        // wait for its causes (`Store.pendingLifetime`) and none is from the future.
+        let now = workload.now + 1_000
         let localIdentity = NodeIdentity.generate()
         let directory = Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         var store = try Store(directory: directory, localUser: localIdentity.publicKey)
-        var mailbox = try Mailbox(store: store, identity: localIdentity, wallClock: { Self.now })
+        var mailbox = try Mailbox(store: store, identity: localIdentity, wallClock: { now })
 
         // An outsider writing into a conversation: stored, rejected (not a participant).
         var outsider = Author(identity: .generate())
         let world = workload.replicas[0]
         let rejected = world.conversationIDs.prefix(2).map {
-            outsider.write(LogSummaryTests.text("intruding"), in: $0, replica: world, wallMilliseconds: Self.now - 1000)
+            outsider.write(LogSummaryTests.text("intruding"), in: $0, replica: world, wallMilliseconds: now - 1000)
         }
 
         var rng = SeededGenerator(seed: seed)
@@ -89,7 +92,7 @@ struct LogSummaryTests {
             if round == 5 {
                 // Reopened: the tables are on disk, not in memory.
                 store = try Store(directory: directory, localUser: localIdentity.publicKey)
-                mailbox = try Mailbox(store: store, identity: localIdentity, wallClock: { Self.now })
+                mailbox = try Mailbox(store: store, identity: localIdentity, wallClock: { now })
                 try Self.expectSummariesMatchScan(store)
             }
         }

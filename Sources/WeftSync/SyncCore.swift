@@ -87,8 +87,9 @@ public struct SyncCore: Sendable {
             setWritable(peer, isWritable)
         case .storeReadDone(let peer):
             storeReadDone(peer)
-        case .pendingDropped(let count):
-            releasePending(count)
+        case .pendingDropped(let ids):
+            for id in ids { recent.remove(id) }
+            releasePending(ids.count)
         case .tick(let nowMilliseconds):
             tick(nowMilliseconds)
         }

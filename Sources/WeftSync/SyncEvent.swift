@@ -20,8 +20,9 @@ public enum SyncEvent: Sendable {
     /// `.sendStoredOperations` asked for, and queued what it read for the peer.
     case storeReadDone(PeerID)
     /// Pending operations the store deleted (expired, or past its bound per log) without
-    /// storing them: they no longer count against the peers that sent them.
-    case pendingDropped(Int)
+    /// applying them: they no longer count against the peers that sent them, and a copy
+    /// offered again is taken again.
+    case pendingDropped([OperationID])
     /// The periodic timer, with a monotonic time: drives announcement timeouts (GRAFT) and
     /// anti-entropy rounds. Every few hundred milliseconds is enough.
     case tick(nowMilliseconds: UInt64)

@@ -186,7 +186,7 @@ struct HostileInputTests {
         let others = h.receive(.operations(.init(isPush: false, operations: [h.ops[5]])), from: 2)
         #expect(others.contains { if case .apply = $0 { true } else { false } })
         // Released when the store drops them (expired), and the identity is forgotten.
-        _ = h.core.handle(.pendingDropped(2))
+        _ = h.core.handle(.pendingDropped([h.ops[2].id, h.ops[3].id]))
         #expect(h.core.peerKnowledge(9)?.pendingOperations == 0)
         #expect(h.core.pendingByUser.isEmpty)
     }

@@ -27,6 +27,8 @@ public struct ReplicationConfiguration: Sendable {
     /// How long a relayed conversation (whose participant the local user never was) is kept
     /// after its last activity.
     public var retention: Duration = .seconds(30 * 24 * 3600)
+    /// How often pending operations past the store's lifetime for them are deleted.
+    public var pendingSweepInterval: Duration = .seconds(60)
     /// How often relayed conversations past the retention are pruned.
     public var pruneInterval: Duration = .seconds(3600)
 

@@ -83,6 +83,7 @@ extension Replicator {
             // Only commits of new operations appear on the change stream.
             inFlight.withLock { inFlight in for signed in operations where !new.contains(signed.id) { inFlight.remove(signed.id) } }
             for outcome in outcomes(of: items, applied: applied) { await feed(.stored(outcome)) }
+            if !applied.droppedPending.isEmpty { await feed(.pendingDropped(applied.droppedPending)) }
         } catch {
             if error is CancellationError {
                 // The node is stopping; peers offer them again next time.

@@ -89,6 +89,7 @@ public final class Replicator: Service, Sendable {
             group.addTask { await self.every(self.configuration.tickInterval) { await self.feed(.tick(nowMilliseconds: self.now)) } }
             group.addTask { await self.every(self.configuration.expiryInterval) { await self.expire() } }
             group.addTask { await self.every(self.configuration.pruneInterval) { await self.prune() } }
+            group.addTask { await self.every(self.configuration.pendingSweepInterval) { await self.expirePending() } }
             defer {
                 // The node stopped: end every task (those waiting on a continuation, too).
                 group.cancelAll()
@@ -228,6 +229,22 @@ public final class Replicator: Service, Sendable {
             if !failed.isEmpty { logger.notice("\(failed.count) message(s) failed: their time to live ran out") }
         } catch {
             logger.error("cannot expire the outbox: \(error)")
+        }
+    }
+
+    /// Deletes pending operations stamped longer ago than the store lets them wait, and tells
+    /// the core (the peers that sent them may send that many more).
+    private func expirePending() async {
+        let now = Mailbox.systemClock()
+        guard now > store.pendingLifetime else { return }
+        do {
+            let expired = try await store.expirePending(olderThan: now - store.pendingLifetime)
+            if !expired.isEmpty {
+                logger.info("deleted \(expired.count) pending operation(s) whose causes did not arrive in time")
+                await feed(.pendingDropped(expired))
+            }
+        } catch {
+            logger.error("cannot expire pending operations: \(error)")
         }
     }
 

@@ -71,6 +71,8 @@ public struct SyncCore: Sendable {
         case .connected(let peer, let user):
             peers[peer] = PeerState(user: user, knownCapacity: configuration.knownOperationCapacityPerPeer, now: now)
             startReconciliation(with: peer)
+            output.append(.resendWaiting(peer))
+            peers[peer]?.storeReads += 1
         case .disconnected(let peer):
             if let user = peers.removeValue(forKey: peer)?.user {
                 departed[peer] = user

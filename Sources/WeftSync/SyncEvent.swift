@@ -46,6 +46,12 @@ public enum SyncAction: Sendable, Equatable {
     /// per peer, and none while the peer is not writable: what the peer asks for meanwhile
     /// waits, bounded, in the core.
     case sendStoredOperations(PeerID, [OperationID])
+    /// Read the local user's messages that wait in the outbox (no peer acknowledged them) and
+    /// send them as OPERATIONS (not pushed): a peer that holds them already answers STORED
+    /// all the same. Issued once per connection, when it starts: an acknowledgement lost with
+    /// an earlier connection is otherwise never repaired, and the message never *sent*. One
+    /// read, like `.sendStored`.
+    case resendWaiting(PeerID)
     /// The peer acknowledged storing the operations in these slots (STORED), operations this
     /// node sent it: a message of the local user among them is now *sent*. The store maps the
     /// slots back to its messages (`Store.markSent(acknowledged:)`).

@@ -178,6 +178,8 @@ struct SimulatedMesh {
                 case .sendStoredOperations(let peer, let ids):
                     sendAnswer(nodes[index].store.operations(ids: ids), from: index, peer: peer)
                     events.append(.storeReadDone(peer))
+                case .resendWaiting(let peer):
+                    events.append(.storeReadDone(peer))  // the simulated store keeps no outbox
                 case .acknowledged, .dropped:
                     break
                 case .close(let peer, let reason):

@@ -53,6 +53,7 @@ private struct CorePair {
                 case .sendStoredOperations(let peer, let ids):
                     answer(stores[node].operations(ids: ids), to: 1 - node)
                     events.append(.storeReadDone(peer))
+                case .resendWaiting(let peer): events.append(.storeReadDone(peer))  // no outbox here
                 case .acknowledged, .dropped: break
                 case .close(_, let reason): Issue.record("node \(node) closes: \(reason)")
                 }
@@ -170,7 +171,9 @@ struct SyncCoreReconciliationTests {
         let onConnect = [cores[0].handle(.connected(1, user: CorePair.users[1])), cores[1].handle(.connected(1, user: CorePair.users[0]))]
         let initial = Reconciler(set: ReconciliationSet(published: logs)).initiate()
         #expect(onConnect[starter].messages(to: 1) == [.have(initial)])
-        #expect(onConnect[other].isEmpty)
+        // Besides the outbox read every connection starts with, the other side does nothing.
+        #expect(onConnect[other] == [.resendWaiting(1)])
+        #expect(onConnect[starter].filter { if case .send = $0 { false } else { true } } == [.resendWaiting(1)])
         // Equal fingerprints: the answer is an empty HAVE that expects none, and ends it.
         #expect(cores[other].handle(.received(1, .have(initial))).messages(to: 1) == [.have(try! HaveMessage(ranges: []))])
         #expect(cores[starter].handle(.received(1, .have(try! HaveMessage(ranges: [])))).isEmpty)

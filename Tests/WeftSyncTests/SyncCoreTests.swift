@@ -37,7 +37,10 @@ struct CoreHarness {
     init(messages: Int = 5, configuration: SyncConfiguration = SyncConfiguration(), peers: [PeerID] = [1, 2, 3]) throws {
         ops = try SyncFixtures.conversation(messages: messages)
         core = SyncCore(configuration: configuration, localUser: SyncFixtures.users[30], summaries: [])
-        for peer in peers { _ = core.handle(.connected(peer, user: SyncFixtures.users[Int(peer)])) }
+        for peer in peers {
+            _ = core.handle(.connected(peer, user: SyncFixtures.users[Int(peer)]))
+            _ = core.handle(.storeReadDone(peer))  // the outbox read a connection starts with: nothing waits
+        }
     }
 
     /// The store committed `new` (from `source`, nil for local), with `pending` of them pending.
@@ -55,7 +58,7 @@ struct CoreHarness {
         var index = 0
         while index < actions.count {
             switch actions[index] {
-            case .sendStored(let reader, _, _, _), .sendStoredOperations(let reader, _):
+            case .sendStored(let reader, _, _, _), .sendStoredOperations(let reader, _), .resendWaiting(let reader):
                 actions += core.handle(.storeReadDone(reader))
             default: break
             }

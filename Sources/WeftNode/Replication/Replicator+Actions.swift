@@ -34,6 +34,8 @@ extension Replicator {
                 if !startRead(.beyond(conversation, heads, skipping: skipping), for: peer) { raised.append(.storeReadDone(peer)) }
             case .sendStoredOperations(let peer, let ids):
                 if !startRead(.ids(ids), for: peer) { raised.append(.storeReadDone(peer)) }
+            case .resendWaiting(let peer):
+                if !startRead(.waiting, for: peer) { raised.append(.storeReadDone(peer)) }
             case .acknowledged(let ranges, _):
                 acknowledgements.withLock { $0.add(ranges) }
             case .dropped(let peer, let count, let reason):

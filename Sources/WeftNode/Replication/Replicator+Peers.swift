@@ -24,6 +24,8 @@ enum StoreReadJob: Sendable {
     /// The log past these heads, less what the peer said it holds.
     case beyond(ConversationID, VersionVector, skipping: HeldOperations)
     case ids([OperationID])
+    /// The local user's messages waiting in the outbox.
+    case waiting
 }
 
 extension Replicator {
@@ -106,6 +108,12 @@ extension Replicator {
                     }
                 case .ids(let ids):
                     await sendStored(try await store.fetchOperations(ids: ids), to: outbox, peer: peer)
+                case .waiting:
+                    let waiting = try await store.fetchOutbox().map(\.message)
+                    for chunk in stride(from: 0, to: waiting.count, by: 4_096) where !outbox.isClosed {
+                        let ids = Array(waiting[chunk..<min(chunk + 4_096, waiting.count)])
+                        await sendStored(try await store.fetchOperations(ids: ids), to: outbox, peer: peer)
+                    }
                 }
             } catch {
                 logger.error("cannot read operations to send to \(outbox.connection.identity): \(error)")

@@ -1,0 +1,96 @@
+import Foundation
+import NIOCore
+import Testing
+import WeftControl
+import WeftCrypto
+import WeftModel
+import WeftNode
+import WeftSync
+import WeftTestKit
+
+/// The memory and latency figures at full size, against a release `weft` (opt in:
+/// `WEFT_HOSTILE_FIGURES=1 WEFT_BINARY=path/to/release/weft swift test --filter
+/// LocalMeshTests/hostileFigures`). Prints what it measured; the assertions are the goals.
+extension LocalMeshTests {
+    @Test(
+        "figures: 207,000 operations with missing causes over 23 connections; a peer that asks for everything and never reads",
+        .enabled(if: ProcessInfo.processInfo.environment["WEFT_HOSTILE_FIGURES"] != nil))
+    func hostileFigures() async throws {
+        let binary = ProcessInfo.processInfo.environment["WEFT_BINARY"].map { URL(fileURLWithPath: $0) }
+        try await LocalMesh.with(nodes: 3, topology: .line, options: .init(binary: binary)) { mesh in
+            try await mesh.waitUntilLinked()
+            let (a, b, c) = (mesh.nodes[0], mesh.nodes[1], mesh.nodes[2])
+            let attacker = try await AttackingPeer(meshKeyFrom: b.home, dialing: try #require(b.address), redial: .milliseconds(10))
+            defer { attacker.stop() }
+            try await attacker.waitUntilConnected(to: b.user)
+            let chat = try await c.createConversation(with: [a.user])
+
+            /// c's message to a through b: seconds until a has it and c sees it sent.
+            func exchange(_ text: String) async throws -> Double {
+                let start = ContinuousClock.now
+                let sent = try await c.send(text, in: chat.id)
+                _ = try await a.wait(for: .message(sent), timeout: .seconds(60))
+                while try await c.messages(in: chat.id).first(where: { $0.id == sent })?.isSent != true {
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                let elapsed = ContinuousClock.now - start
+                return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            }
+
+            let baseline = try #require(b.residentBytes)
+            var peak = baseline
+            var slowest = 0.0
+            let cause = OperationID(bytes: Array(repeating: 7, count: 32))!
+            for connection in 0..<23 {
+                let operations = (0..<9_000).map { _ in
+                    attacker.sign(WeftModel.Operation(
+                        author: attacker.user, conversation: .random(), sequence: 2, timestamp: now(), causes: [cause],
+                        body: .postMessage(parts: [MessagePart(mimeType: "text/plain", data: Array("pending".utf8))], options: MessageOptions())))
+                }
+                for chunk in stride(from: 0, to: operations.count, by: 1_500) {
+                    try await attacker.send(.operations(.init(isPush: true, operations: Array(operations[chunk..<chunk + 1_500]))), to: b.user)
+                    slowest = max(slowest, try await exchange("during connection \(connection)"))
+                    peak = max(peak, b.residentBytes ?? 0)
+                }
+                let before = attacker.authentications
+                await attacker.dropConnection(with: b.user)
+                try await attacker.waitFor("the attacker to reconnect") { attacker.authentications > before }
+            }
+            print("FIGURE pending attack: b resident \(baseline >> 20) MB before, \(peak >> 20) MB at most; slowest honest exchange \(slowest) s")
+            #expect(peak < 150 << 20)
+            #expect(slowest < 2)
+
+            // A log of about 10 MB, then a peer that asks for it over and over and never reads.
+            let log = try await a.createConversation(with: [b.user])
+            var generator = SplitMix64(seed: 23)
+            for _ in 0..<40 {
+                let batch = (0..<ControlConstants.maxBatchCount).map { _ in
+                    ControlRequest.Outgoing(
+                        [.init(mimeType: "application/octet-stream", data: (0..<1_000).map { _ in UInt8.random(in: 0...255, using: &generator) })],
+                        in: log.id)
+                }
+                _ = try await a.request(.sendBatch(batch))
+            }
+            try await attacker.waitFor("b to hold what a holds", seconds: 120) {
+                let (held, relayed) = (try await a.status().heldOperations, try await b.status().heldOperations)
+                return held != nil && held == relayed
+            }
+            let before = try #require(b.residentBytes)
+            attacker.pauseReading(true)
+            var most = before
+            let want = SyncMessage.want(.init(entries: [.init(conversation: log.id, beyond: VersionVector())]))
+            let start = ContinuousClock.now
+            while ContinuousClock.now - start < .seconds(20) {
+                for _ in 0..<50 { try await attacker.send(want, to: b.user) }
+                most = max(most, b.residentBytes ?? 0)
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            attacker.stop()
+            try await attacker.waitFor("b to see the attacker go") { try await b.peers().count == 2 }
+            _ = try await exchange("after the attacker left")
+            let after = try #require(b.residentBytes)
+            print("FIGURE never-reading peer: b resident \(before >> 20) MB before, \(most >> 20) MB at most, \(after >> 20) MB after it left")
+            #expect(most - before < 64 << 20)
+        }
+    }
+}

@@ -84,6 +84,7 @@ extension Replicator {
             inFlight.withLock { inFlight in for signed in operations where !new.contains(signed.id) { inFlight.remove(signed.id) } }
             for outcome in outcomes(of: items, applied: applied) { await feed(.stored(outcome)) }
             if !applied.droppedPending.isEmpty { await feed(.pendingDropped(applied.droppedPending)) }
+            await pushReleased(applied, new: new)
         } catch {
             if error is CancellationError {
                 // The node is stopping; peers offer them again next time.
@@ -100,6 +101,20 @@ extension Replicator {
             }
         }
         unstored.stored()
+    }
+
+    /// Pushes the operations this commit released from pending (accepted now, stored before):
+    /// pending operations are not pushed when they arrive (§14.8), so this is when peers get
+    /// them, as if they had arrived now.
+    private func pushReleased(_ applied: Store.Applied, new: Set<OperationID>) async {
+        let released = applied.report.accepted.filter { !new.contains($0) }
+        guard !released.isEmpty else { return }
+        do {
+            let operations = try await store.fetchOperations(ids: released)
+            if !operations.isEmpty { await feed(.stored(StoreOutcome(summaries: [], stored: operations))) }
+        } catch {
+            logger.error("cannot read \(released.count) operation(s) released from pending to push them: \(error)")
+        }
     }
 
     /// One outcome per source peer (what it sent that was new, duplicate, pending, refused),

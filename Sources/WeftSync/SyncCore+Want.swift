@@ -12,6 +12,8 @@ extension SyncCore {
         var ids: [OperationID] = []
         for entry in want.entries {
             let conversation = entry.conversation
+            // A log not held here has nothing to answer, nor anything worth remembering.
+            guard logs[conversation] != nil else { continue }
             if let beyond = entry.beyond {
                 peers[peer]?.record(beyond, in: conversation)
                 for (author, sequence) in beyond.entries { learn(author, sequence, in: conversation) }

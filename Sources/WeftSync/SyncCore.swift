@@ -111,7 +111,8 @@ public struct SyncCore: Sendable {
         case .operations(let operations):
             receiveOperations(operations, from: peer)
         case .stored(let ranges):
-            for range in ranges { peers[peer]?.record(range) }
+            // Knowledge is kept for logs held here only (bounded by them, not by the peer).
+            for range in ranges where logs[range.conversation] != nil { peers[peer]?.record(range) }
             output.append(.acknowledged(ranges, by: peer))
         case .ihave(let announcements):
             receiveAnnouncements(announcements, from: peer)

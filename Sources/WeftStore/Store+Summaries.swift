@@ -88,7 +88,8 @@ extension Store {
         try database.read { db in try LogSummaryTable(db: db).summaries(of: [conversation]).first }
     }
 
-    /// Held operations of one log (this identifier, not its merge group; any status) whose
+    /// Held operations of one log (this identifier, not its merge group; accepted or refused,
+    /// not pending: a node vouches only for what it could judge, §14.8) whose
     /// sequence number is above `beyond[author]`, in the order the store decided them (which
     /// respects causality for the accepted ones), at most `limit`: what a peer whose heads are
     /// `beyond` lacks. A pruned log has none.
@@ -119,7 +120,7 @@ extension Store {
             sql: """
                 WITH beyond(author, head) AS (\(heads))
                 SELECT o.id, o.wire FROM operation o LEFT JOIN beyond b ON b.author = o.author
-                WHERE o.conversation = ? AND (o.sequence < 0 OR o.sequence > COALESCE(b.head, 0))
+                WHERE o.conversation = ? AND o.status != 'pending' AND (o.sequence < 0 OR o.sequence > COALESCE(b.head, 0))
                 ORDER BY o.appliedOrder LIMIT ?
                 """,
             arguments: StatementArguments(arguments))
@@ -128,8 +129,8 @@ extension Store {
         return operations
     }
 
-    /// Held operations by identifier (any status, any log), in the order asked; those the
-    /// store does not hold are left out.
+    /// Held operations by identifier (accepted or refused, any log), in the order asked; those
+    /// the store does not hold, or holds pending, are left out.
     public func fetchOperations(ids: [OperationID]) async throws -> [SignedOperation] {
         try await database.read { db in try Self.operations(ids: ids, in: db) }
     }
@@ -144,7 +145,7 @@ extension Store {
         for chunk in ids.chunked(500) {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
             for row in try Row.fetchAll(
-                db.cached("SELECT id, wire FROM operation WHERE id IN (\(marks))"), arguments: StatementArguments(chunk.map { Data($0.bytes) }))
+                db.cached("SELECT id, wire FROM operation WHERE status != 'pending' AND id IN (\(marks))"), arguments: StatementArguments(chunk.map { Data($0.bytes) }))
             {
                 let signed = try decodeOperation(row)
                 found[signed.id] = signed

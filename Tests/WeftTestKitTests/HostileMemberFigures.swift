@@ -17,7 +17,8 @@ extension LocalMeshTests {
         .enabled(if: ProcessInfo.processInfo.environment["WEFT_HOSTILE_FIGURES"] != nil))
     func hostileFigures() async throws {
         let binary = ProcessInfo.processInfo.environment["WEFT_BINARY"].map { URL(fileURLWithPath: $0) }
-        try await LocalMesh.with(nodes: 3, topology: .line, options: .init(binary: binary)) { mesh in
+        try await LocalMesh.with(nodes: 3, topology: .line, options: .init(binary: binary, keepHomes: ProcessInfo.processInfo.environment["WEFT_SMAPS"] != nil)) { mesh in
+            if ProcessInfo.processInfo.environment["WEFT_SMAPS"] != nil { print("HOMES \(mesh.directory.path)") }
             try await mesh.waitUntilLinked()
             let (a, b, c) = (mesh.nodes[0], mesh.nodes[1], mesh.nodes[2])
             let attacker = try await AttackingPeer(meshKeyFrom: b.home, dialing: try #require(b.address), redial: .milliseconds(10))
@@ -41,7 +42,8 @@ extension LocalMeshTests {
             var peak = baseline
             var slowest = 0.0
             let cause = OperationID(bytes: Array(repeating: 7, count: 32))!
-            for connection in 0..<23 {
+            let connections = ProcessInfo.processInfo.environment["WEFT_FIGURE_CONNECTIONS"].flatMap(Int.init) ?? 23
+            for connection in 0..<connections {
                 let operations = (0..<9_000).map { _ in
                     attacker.sign(WeftModel.Operation(
                         author: attacker.user, conversation: .random(), sequence: 2, timestamp: now(), causes: [cause],
@@ -57,8 +59,10 @@ extension LocalMeshTests {
                 try await attacker.waitFor("the attacker to reconnect") { attacker.authentications > before }
             }
             print("FIGURE pending attack: b resident \(baseline >> 20) MB before, \(peak >> 20) MB at most; slowest honest exchange \(slowest) s")
-            #expect(peak < 150 << 20)
-            #expect(slowest < 2)
+            if connections == 23 {
+                #expect(peak < 150 << 20)
+                #expect(slowest < 2)
+            }
 
             // A log of about 10 MB, then a peer that asks for it over and over and never reads.
             let log = try await a.createConversation(with: [b.user])
@@ -83,7 +87,15 @@ extension LocalMeshTests {
             while ContinuousClock.now - start < .seconds(20) {
                 for _ in 0..<50 { try await attacker.send(want, to: b.user) }
                 most = max(most, b.residentBytes ?? 0)
+                if ProcessInfo.processInfo.environment["WEFT_SMAPS"] != nil { print("RSS \((b.residentBytes ?? 0) >> 20) MB at \(ContinuousClock.now - start)") }
                 try await Task.sleep(for: .milliseconds(50))
+            }
+            if ProcessInfo.processInfo.environment["WEFT_SMAPS"] != nil, let pid = b.processIdentifier,
+                let rollup = try? String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8) {
+                print("SMAPS \(rollup.split(separator: "\n").filter { $0.hasPrefix("Rss") || $0.hasPrefix("Anonymous") || $0.hasPrefix("Pss_File") }.joined(separator: "; "))")
+                if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) {
+                    print("THREADS \(status.split(separator: "\n").filter { $0.hasPrefix("Threads") || $0.hasPrefix("RssAnon") || $0.hasPrefix("RssFile") })")
+                }
             }
             attacker.stop()
             try await attacker.waitFor("b to see the attacker go") { try await b.peers().count == 2 }

@@ -69,8 +69,13 @@ public struct TransportCodec: Sendable {
         }
         // A failed tag and an exhausted nonce both end the connection as a decryption failure.
         guard case .success(let frameLength) = opened,
-            let frameBytes = buffer.getSlice(at: start, length: frameLength)
+            let plaintext = buffer.viewBytes(at: start, length: frameLength)
         else { throw .decryptionFailed }
+        // Copied out, not sliced: a slice would keep the whole receive buffer alive for as long
+        // as the frame's payload is held (a queued event), and would make the next frame's
+        // in-place decryption copy that buffer again (copy on write). A peer sending thousands
+        // of tiny frames in one read made every one of them pin tens of kilobytes that way.
+        let frameBytes = ByteBuffer(bytes: plaintext)
         buffer.moveReaderIndex(forwardBy: WireConstants.recordLengthByteCount + recordLength)
         let frame = try Frame.read(from: frameBytes)
         if case .rekey = frame { receiveCipher.rekey() }

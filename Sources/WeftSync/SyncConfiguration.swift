@@ -39,6 +39,8 @@ public struct SyncConfiguration: Sendable, Hashable {
     /// Operations a peer asked for by identifier that wait for its reads to finish, at most;
     /// past it its requests by identifier are dropped (it asks again, or anti-entropy finds them).
     public var maxDeferredIDsPerPeer = 65_536
+    /// Logs not held here whose heads on peers the core remembers (for `unsynced`), at most.
+    public var maxUnheldLogsKnown = 65_536
     /// Identifiers of recently received operations kept to spot duplicates before the store.
     public var recentOperationCapacity = 32_768
     /// Identifiers kept per peer of operations it holds past its known heads.

@@ -228,10 +228,12 @@ extension SyncCore {
     }
 
     /// Records that some peer holds `(author, sequence)` of a log: for `unsynced`.
-    /// Only for logs held here: what peers say of other logs is not kept (a member naming
-    /// made-up logs would grow it without end); a log's first stored operation starts it.
+    /// Logs not held here are remembered up to `maxUnheldLogsKnown` more than those held: a
+    /// member naming made-up logs would otherwise grow this without end.
     mutating func learn(_ author: UserID, _ sequence: UInt64, in conversation: ConversationID) {
-        guard logs[conversation] != nil else { return }
+        guard logs[conversation] != nil || bestKnownHeads[conversation] != nil
+            || bestKnownHeads.count < logs.count + configuration.maxUnheldLogsKnown
+        else { return }
         if bestKnownHeads[conversation]?[author] ?? 0 < sequence {
             bestKnownHeads[conversation, default: VersionVector()].set(author, sequence)
         }

@@ -12,8 +12,12 @@ extension SyncCore {
         var ids: [OperationID] = []
         for entry in want.entries {
             let conversation = entry.conversation
-            // A log not held here has nothing to answer, nor anything worth remembering.
-            guard logs[conversation] != nil else { continue }
+            // A log not held here has nothing to answer; what the peer holds of it counts as
+            // unsynced (bounded in `learn`), and nothing else of it is remembered.
+            guard logs[conversation] != nil else {
+                for (author, sequence) in entry.beyond?.entries ?? [:] { learn(author, sequence, in: conversation) }
+                continue
+            }
             if let beyond = entry.beyond {
                 peers[peer]?.record(beyond, in: conversation)
                 for (author, sequence) in beyond.entries { learn(author, sequence, in: conversation) }

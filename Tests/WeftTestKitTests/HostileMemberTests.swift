@@ -126,8 +126,10 @@ extension LocalMeshTests {
             // rest was dropped unverified. (An operation released from pending counts back for
             // every identity, §14.10: the store does not say whose it was. The honest exchanges
             // release a few of c's, so a few more of the attacker's may pass: at most 20 here.)
-            try await attacker.waitFor("b to drop past the bound") {
-                try await Self.counter("operationsDropped", of: b) >= UInt64(36_000 - bound - 20)
+            var dropped: UInt64 = 0
+            try await attacker.waitFor("b to drop past the bound (dropped so far: \(dropped))") {
+                dropped = try await Self.counter("operationsDropped", of: b)
+                return dropped >= UInt64(36_000 - bound - 20)
             }
             let resident = try #require(b.residentBytes)
             #expect(resident < 150 << 20, "b holds \(resident >> 20) MB")

@@ -194,6 +194,7 @@ struct MDNSRecordCache: Sendable {
     /// Rebuilds a heap that holds more than twice as many items as there are records (plus a
     /// little): stale items cost memory only until then. Called between packets.
     mutating func compact() {
+        // Called by the browser between packets only; a packet's content cannot change when.
         precondition(unranked.isEmpty, "compact() between packets, after endPacket()")
         let limit = 2 * entries.count + 64
         if dueTimes.count > limit {

@@ -139,8 +139,8 @@ struct LogSummaryTable {
                 arguments: [key])
             else { continue }
             var digest = try Self.digest(row, 0)
-            let count = (row[1] as Int) - ops.count
-            var lastActivity = HLCTimestamp(databaseValue: row[2])
+            let count = try row.count(1, "log_summary.operationCount") - ops.count
+            var lastActivity = HLCTimestamp(databaseValue: try row.integer(2, "log_summary.lastActivity"))
             guard count > 0 else {
                 try dropTombstone(conversation)
                 continue

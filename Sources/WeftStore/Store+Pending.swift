@@ -149,13 +149,18 @@ extension Store {
         for id in ids {
             guard let row = try Row.fetchOne(delete, arguments: [Data(id.bytes)]) else { continue }
             let conversation = try row.conversationID(0, "operation.conversation")
-            precondition(lease.replica.isLoaded(conversation), "pending operations are deleted from logs in memory")
+            // The identifiers come from the replica's pending operations, so their logs are in
+            // memory; a row naming another log was changed on disk.
+            guard lease.replica.isLoaded(conversation) else {
+                throw StoreError.damaged("operation.conversation", "names a log whose pending operations are not in memory")
+            }
             deletion.ids.append(id)
             guard !unsummarized.contains(id) else { continue }
             deletion.logs.insert(conversation)
             counted.append(LogSummaryTable.Stored(
                 id: id, conversation: conversation, author: try row.userID(1, "operation.author"),
-                sequence: UInt64(bitPattern: row[2]), timestamp: HLCTimestamp(databaseValue: row[3])))
+                sequence: UInt64(bitPattern: try row.integer(2, "operation.sequence")),
+                timestamp: HLCTimestamp(databaseValue: try row.integer(3, "operation.timestamp"))))
         }
         lease.dropPending(deletion.ids)
         let replica = lease.replica

@@ -74,6 +74,7 @@ public final class Store: Sendable {
         cachedOperationLimit: Int = Store.defaultCachedOperationLimit, pendingLimit: Int = Store.defaultPendingLimit,
         pendingLifetime: UInt64 = Store.defaultPendingLifetime
     ) throws {
+        // A programmer's argument (the node passes the default), not input.
         precondition(pendingLimit >= 0, "a log cannot hold fewer than no pending operations")
         self.localUser = localUser
         self.futureTolerance = futureTolerance

@@ -65,6 +65,7 @@ struct ItemTree: Sendable {
 
     /// The item at `index` in key order (`0 <= index < count`).
     func item(at index: Int) -> (key: ReconciliationKey, hash: ItemHash) {
+        // Indices come from the tree's own search (`ReconciliationSet.index(of:)`), never from a peer.
         precondition(index >= 0 && index < count, "item \(index) of \(count)")
         var node = root
         var index = index
@@ -146,6 +147,7 @@ struct ItemTree: Sendable {
 
     /// Adds an item whose key the tree does not hold.
     mutating func insert(_ key: ReconciliationKey, _ hash: ItemHash) {
+        // One item per log held (bounded by the store, far below 2^31), not per peer message.
         precondition(nodes.count < Int32.max, "an item tree holds fewer than 2^31 items")
         let node = Int32(nodes.count)
         nodes.append(Node(key: key, hash: hash))
@@ -167,6 +169,7 @@ struct ItemTree: Sendable {
             }
             node = key < nodes[node].key ? nodes[node].left : nodes[node].right
         }
+        // `ReconciliationSet.update` replaces only keys it found in the tree.
         preconditionFailure("replace(_:with:old:) of a key the tree does not hold")
     }
 
@@ -251,6 +254,7 @@ struct ItemTree: Sendable {
 
     /// The subtree at `node` without `key`'s node, whose index goes to `removed`.
     private mutating func remove(_ key: ReconciliationKey, from node: Int32, removed: inout Int32) -> Int32 {
+        // `ReconciliationSet` removes only keys it found in the tree.
         precondition(node != Self.none, "remove(_:) of a key the tree does not hold")
         visits += 1
         if key == nodes[node].key {

@@ -92,12 +92,13 @@ final class AttackingPeer: Sendable {
         }
     }
 
-    /// Polls `condition` every 20 ms until it holds, failing the test after `seconds`.
-    func waitFor(_ what: String, seconds: Double = 30, _ condition: () async throws -> Bool) async throws {
+    /// Polls `condition` every 20 ms until it holds, failing the test after `seconds` (`what`
+    /// is read then, so it can say how far it got).
+    func waitFor(_ what: @autoclosure () -> String, seconds: Double = 30, _ condition: () async throws -> Bool) async throws {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while try await !condition() {
             guard ContinuousClock.now < deadline else {
-                Issue.record("timed out after \(seconds) s waiting for \(what)")
+                Issue.record("timed out after \(seconds) s waiting for \(what())")
                 throw CancellationError()
             }
             try await Task.sleep(for: .milliseconds(20))
@@ -148,6 +149,46 @@ final class AttackingPeer: Sendable {
     var received: [SyncMessage] { record.received.withLock { $0 } }
     /// Payloads that did not decode on the stream of the connection they came on.
     var undecodable: [String] { record.undecodable.withLock { $0 } }
+
+    /// `count` of the attacker's operations, each in a conversation of its own, each second in
+    /// its author's chain and caused by a made-up operation: pending wherever they arrive.
+    func pendingOperations(_ count: Int) -> [SignedOperation] {
+        let cause = OperationID(bytes: Array(repeating: 7, count: OperationID.byteCount))!
+        return (0..<count).map { _ in
+            sign(WeftModel.Operation(
+                author: user, conversation: .random(), sequence: 2, timestamp: now(), causes: [cause],
+                body: .postMessage(parts: [MessagePart(mimeType: "text/plain", data: Array("pending".utf8))], options: MessageOptions())))
+        }
+    }
+
+    /// Pushes `operations` to `peer` in OPERATIONS of 1,500, calling `afterEach` after each.
+    func push(_ operations: [SignedOperation], to peer: PublicIdentity, afterEach: () async throws -> Void = {}) async throws {
+        for start in stride(from: 0, to: operations.count, by: 1_500) {
+            let chunk = Array(operations[start..<min(start + 1_500, operations.count)])
+            try await send(.operations(.init(isPush: true, operations: chunk)), to: peer)
+            try await afterEach()
+        }
+    }
+
+    /// Drops the connection with `peer` and waits until the attacker has dialed it again.
+    func reconnect(to peer: PublicIdentity) async throws {
+        let before = authentications
+        await dropConnection(with: peer)
+        try await waitFor("the attacker to reconnect") { authentications > before }
+    }
+
+    /// Stops reading and asks `peer` for the whole of `log`, 50 times every 50 ms, for
+    /// `duration`, calling `sample` between rounds.
+    func floodWants(for log: ConversationID, to peer: PublicIdentity, for duration: Duration, sample: () -> Void) async throws {
+        pauseReading(true)
+        let want = SyncMessage.want(.init(entries: [.init(conversation: log, beyond: VersionVector())]))
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < duration {
+            for _ in 0..<50 { try await send(want, to: peer) }
+            sample()
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
 
     /// Closes the current connection with `peer` at once, as a crashing peer would: no
     /// CLOSE frame, whatever is buffered dropped.

@@ -41,22 +41,13 @@ extension LocalMeshTests {
             let baseline = try #require(b.residentBytes)
             var peak = baseline
             var slowest = 0.0
-            let cause = OperationID(bytes: Array(repeating: 7, count: 32))!
             let connections = ProcessInfo.processInfo.environment["WEFT_FIGURE_CONNECTIONS"].flatMap(Int.init) ?? 23
             for connection in 0..<connections {
-                let operations = (0..<9_000).map { _ in
-                    attacker.sign(WeftModel.Operation(
-                        author: attacker.user, conversation: .random(), sequence: 2, timestamp: now(), causes: [cause],
-                        body: .postMessage(parts: [MessagePart(mimeType: "text/plain", data: Array("pending".utf8))], options: MessageOptions())))
-                }
-                for chunk in stride(from: 0, to: operations.count, by: 1_500) {
-                    try await attacker.send(.operations(.init(isPush: true, operations: Array(operations[chunk..<chunk + 1_500]))), to: b.user)
+                try await attacker.push(attacker.pendingOperations(9_000), to: b.user) {
                     slowest = max(slowest, try await exchange("during connection \(connection)"))
                     peak = max(peak, b.residentBytes ?? 0)
                 }
-                let before = attacker.authentications
-                await attacker.dropConnection(with: b.user)
-                try await attacker.waitFor("the attacker to reconnect") { attacker.authentications > before }
+                try await attacker.reconnect(to: b.user)
             }
             print("FIGURE pending attack: b resident \(baseline >> 20) MB before, \(peak >> 20) MB at most; slowest honest exchange \(slowest) s")
             if connections == 23 {
@@ -65,31 +56,10 @@ extension LocalMeshTests {
             }
 
             // A log of about 10 MB, then a peer that asks for it over and over and never reads.
-            let log = try await a.createConversation(with: [b.user])
-            var generator = SplitMix64(seed: 23)
-            for _ in 0..<40 {
-                let batch = (0..<ControlConstants.maxBatchCount).map { _ in
-                    ControlRequest.Outgoing(
-                        [.init(mimeType: "application/octet-stream", data: (0..<1_000).map { _ in UInt8.random(in: 0...255, using: &generator) })],
-                        in: log.id)
-                }
-                _ = try await a.request(.sendBatch(batch))
-            }
-            // b holds the attacker's pending operations besides: compare the log, not the totals.
-            try await attacker.waitFor("b to hold the log", seconds: 120) {
-                try await b.conversation(log.id).messageCount == 40 * UInt32(ControlConstants.maxBatchCount)
-            }
+            let log = try await Self.fillLog(from: a, to: b, watchedBy: attacker)
             let before = try #require(b.residentBytes)
-            attacker.pauseReading(true)
             var most = before
-            let want = SyncMessage.want(.init(entries: [.init(conversation: log.id, beyond: VersionVector())]))
-            let start = ContinuousClock.now
-            while ContinuousClock.now - start < .seconds(20) {
-                for _ in 0..<50 { try await attacker.send(want, to: b.user) }
-                most = max(most, b.residentBytes ?? 0)
-                if ProcessInfo.processInfo.environment["WEFT_SMAPS"] != nil { print("RSS \((b.residentBytes ?? 0) >> 20) MB at \(ContinuousClock.now - start)") }
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            try await attacker.floodWants(for: log, to: b.user, for: .seconds(20)) { most = max(most, b.residentBytes ?? 0) }
             if ProcessInfo.processInfo.environment["WEFT_SMAPS"] != nil, let pid = b.processIdentifier,
                 let rollup = try? String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8) {
                 print("SMAPS \(rollup.split(separator: "\n").filter { $0.hasPrefix("Rss") || $0.hasPrefix("Anonymous") || $0.hasPrefix("Pss_File") }.joined(separator: "; "))")

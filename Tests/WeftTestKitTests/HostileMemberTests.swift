@@ -48,6 +48,26 @@ extension LocalMeshTests {
         }
     }
 
+    /// A log of about 10 MB (10,240 messages of 1 KB that do not compress) from `a` to `b`,
+    /// once `b` holds all of it.
+    static func fillLog(from a: LocalMesh.Node, to b: LocalMesh.Node, watchedBy attacker: AttackingPeer) async throws -> ConversationID {
+        let chat = try await a.createConversation(with: [b.user])
+        var generator = SplitMix64(seed: 22)
+        for _ in 0..<40 {
+            let batch = (0..<ControlConstants.maxBatchCount).map { _ in
+                ControlRequest.Outgoing(
+                    [.init(mimeType: "application/octet-stream", data: (0..<1_000).map { _ in UInt8.random(in: 0...255, using: &generator) })],
+                    in: chat.id)
+            }
+            _ = try await a.request(.sendBatch(batch))
+        }
+        // b may hold other operations besides (an attacker's pending ones): count the log's.
+        try await attacker.waitFor("b to hold the log", seconds: 120) {
+            try await b.conversation(chat.id).messageCount == 40 * UInt32(ControlConstants.maxBatchCount)
+        }
+        return chat.id
+    }
+
     /// The value of one of the node's replication counters.
     private static func counter(_ name: String, of node: LocalMesh.Node) async throws -> UInt64 {
         try await node.statistics().first { $0.name == name }?.value ?? 0
@@ -106,28 +126,18 @@ extension LocalMeshTests {
     func pendingAcrossReconnects() async throws {
         try await Self.withAttackedLine(redial: .milliseconds(10)) { mesh, attacker in
             let b = mesh.nodes[1]
-            let cause = OperationID(bytes: Array(repeating: 7, count: 32))!
             let bound = SyncConfiguration().maxPendingOperationsPerPeer
             for connection in 0..<4 {
-                let operations = (0..<9_000).map { _ in
-                    attacker.sign(WeftModel.Operation(
-                        author: attacker.user, conversation: .random(), sequence: 2, timestamp: now(), causes: [cause],
-                        body: .postMessage(parts: [MessagePart(mimeType: "text/plain", data: Array("pending".utf8))], options: MessageOptions())))
-                }
-                for chunk in stride(from: 0, to: operations.count, by: 1_500) {
-                    try await attacker.send(.operations(.init(isPush: true, operations: Array(operations[chunk..<chunk + 1_500]))), to: b.user)
-                }
+                try await attacker.push(attacker.pendingOperations(9_000), to: b.user)
                 try await Self.expectHonestExchange(mesh, "during connection \(connection)")
-                let before = attacker.authentications
-                await attacker.dropConnection(with: b.user)
-                try await attacker.waitFor("the attacker to reconnect") { attacker.authentications > before }
+                try await attacker.reconnect(to: b.user)
             }
             // Over four connections, the identity got `bound` pending operations at most; the
             // rest was dropped unverified. (An operation released from pending counts back for
             // every identity, §14.10: the store does not say whose it was. The honest exchanges
             // release a few of c's, so a few more of the attacker's may pass: at most 20 here.)
             var dropped: UInt64 = 0
-            try await attacker.waitFor("b to drop past the bound (dropped so far: \(dropped))") {
+            try await attacker.waitFor("b to drop past the bound (\(dropped) dropped)") {
                 dropped = try await Self.counter("operationsDropped", of: b)
                 return dropped >= UInt64(36_000 - bound - 20)
             }
@@ -141,33 +151,10 @@ extension LocalMeshTests {
     func wantWithoutReading() async throws {
         try await Self.withAttackedLine { mesh, attacker in
             let (a, b) = (mesh.nodes[0], mesh.nodes[1])
-            // A log of about 10 MB on b.
-            let chat = try await a.createConversation(with: [b.user])
-            let text = Array(String(repeating: "not compressible? ", count: 1).utf8)
-            var generator = SplitMix64(seed: 22)
-            for _ in 0..<40 {
-                let batch = (0..<ControlConstants.maxBatchCount).map { _ in
-                    ControlRequest.Outgoing(
-                        [.init(mimeType: "application/octet-stream", data: text + (0..<1_000).map { _ in UInt8.random(in: 0...255, using: &generator) })],
-                        in: chat.id)
-                }
-                _ = try await a.request(.sendBatch(batch))
-            }
-            try await attacker.waitFor("b to hold what a holds", seconds: 60) {
-                let (held, relayed) = (try await a.status().heldOperations, try await b.status().heldOperations)
-                return held != nil && held == relayed
-            }
+            let chat = try await Self.fillLog(from: a, to: b, watchedBy: attacker)
             let baseline = try #require(b.residentBytes)
-
-            attacker.pauseReading(true)
             var peak = baseline
-            let want = SyncMessage.want(.init(entries: [.init(conversation: chat.id, beyond: VersionVector())]))
-            let start = ContinuousClock.now
-            while ContinuousClock.now - start < .seconds(5) {
-                for _ in 0..<50 { try await attacker.send(want, to: b.user) }
-                peak = max(peak, b.residentBytes ?? 0)
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            try await attacker.floodWants(for: chat, to: b.user, for: .seconds(5)) { peak = max(peak, b.residentBytes ?? 0) }
             #expect(peak - baseline < 64 << 20, "b grew by \((peak - baseline) >> 20) MB")
             try await Self.expectHonestExchange(mesh, "while the attacker does not read")
             attacker.stop()

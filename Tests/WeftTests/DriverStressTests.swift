@@ -22,16 +22,9 @@ struct DriverStressTests {
         _ name: String, meshKey: MeshKey, peers: [PeerAddress], replication: ReplicationConfiguration,
         events: InProcessNodeTests.EventLog? = nil
     ) throws -> InProcessNode {
-        let identity = NodeIdentity.generate()
-        var logger = Logger(label: "test.\(name)")
-        logger.logLevel = .critical
-        let configuration = MeshNode.Configuration(
-            identity: identity, meshKey: meshKey, displayName: name, peers: peers,
-            tickInterval: .milliseconds(50), redialDelays: [.milliseconds(20), .milliseconds(50)])
-        return try InProcessNode(
-            configuration: configuration, store: try Store(directory: nil, localUser: identity.publicKey), replication: replication,
-            logger: logger
-        ) { event in events?.events.withLock { $0.append(event) } }
+        try Harness.makeNode(
+            name, meshKey: meshKey, peers: peers, events: events, replication: replication,
+            redialDelays: [.milliseconds(20), .milliseconds(50)])
     }
 
     @Test("writability flips, posts from 8 tasks and 12 link cuts at once: every message arrives once and is acknowledged")

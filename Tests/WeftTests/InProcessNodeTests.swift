@@ -21,15 +21,20 @@ struct InProcessNodeTests {
         }
     }
 
-    static func makeNode(_ name: String, meshKey: MeshKey, peers: [PeerAddress] = [], events: EventLog? = nil) throws -> InProcessNode {
+    static func makeNode(
+        _ name: String, meshKey: MeshKey, peers: [PeerAddress] = [], events: EventLog? = nil,
+        replication: ReplicationConfiguration = ReplicationConfiguration(),
+        redialDelays: [TimeAmount] = [.milliseconds(50), .milliseconds(200)]
+    ) throws -> InProcessNode {
         let identity = NodeIdentity.generate()
         var logger = Logger(label: "test.\(name)")
         logger.logLevel = .critical
         let configuration = MeshNode.Configuration(
             identity: identity, meshKey: meshKey, displayName: name, peers: peers,
-            tickInterval: .milliseconds(50), redialDelays: [.milliseconds(50), .milliseconds(200)])
+            tickInterval: .milliseconds(50), redialDelays: redialDelays)
         return try InProcessNode(
-            configuration: configuration, store: try Store(directory: nil, localUser: identity.publicKey), logger: logger
+            configuration: configuration, store: try Store(directory: nil, localUser: identity.publicKey), replication: replication,
+            logger: logger
         ) { event in events?.events.withLock { $0.append(event) } }
     }
 

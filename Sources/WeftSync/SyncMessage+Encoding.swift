@@ -30,8 +30,7 @@ extension SyncMessage {
 
     /// The DATA payload as a buffer (see `encode()`).
     public func payload() throws(SyncMessageError) -> ByteBuffer {
-        try checkFits()
-        var buffer = ByteBufferAllocator().buffer(capacity: encodedByteCount)
+        var buffer = ByteBufferAllocator().buffer(capacity: try checkFits())
         buffer.writeInteger(type.rawValue)
         switch self {
         case .have(let have):
@@ -93,8 +92,9 @@ extension SyncMessage {
         return buffer
     }
 
-    /// Checks every list count and the body's length against the limits of §14.1 and §14.3–§14.8.
-    func checkFits() throws(SyncMessageError) {
+    /// Checks every list count and the body's length against the limits of §14.1 and
+    /// §14.3–§14.8; returns the payload's length.
+    func checkFits() throws(SyncMessageError) -> Int {
         func check(_ count: Int) throws(SyncMessageError) {
             guard count <= Self.maxListCount else { throw .listTooLong(type, count) }
         }
@@ -111,8 +111,9 @@ extension SyncMessage {
         case .stored(let ranges): try check(ranges.count)
         case .ihave(let announcements): try check(announcements.count)
         }
-        let bodyByteCount = encodedByteCount - 1
-        guard bodyByteCount <= SyncEnvelope.maxBodyByteCount else { throw .tooLarge(bodyByteCount) }
+        let payloadByteCount = encodedByteCount
+        guard payloadByteCount - 1 <= SyncEnvelope.maxBodyByteCount else { throw .tooLarge(payloadByteCount - 1) }
+        return payloadByteCount
     }
 
     /// The payload's length, computed without encoding: what flow control counts.

@@ -34,12 +34,6 @@ struct ConversationLog: Sendable {
         var isMessage: Bool
     }
 
-    struct MembershipEvent: Hashable, Sendable {
-        var author: UserID
-        var sequence: UInt64
-        var clock: VersionVector
-    }
-
     struct Message: Sendable {
         var id: OperationID
         var sender: UserID
@@ -421,11 +415,7 @@ struct ConversationLog: Sendable {
     /// concurrent with an add therefore wins, and only an add made after seeing the removal
     /// brings the user back (SPEC.md §13.3).
     func isParticipant(_ user: UserID, at clock: VersionVector) -> Bool {
-        let inPast = { (event: MembershipEvent) in clock.includes(author: event.author, sequence: event.sequence) }
-        let pastRemoves = (removes[user] ?? []).filter(inPast)
-        return (adds[user] ?? []).contains { add in
-            inPast(add) && pastRemoves.allSatisfy { add.clock.includes(author: $0.author, sequence: $0.sequence) }
-        }
+        MembershipEvent.isParticipant(adds: adds[user] ?? [], removes: removes[user] ?? [], at: clock)
     }
 
     /// A conversation's identifier: the first 16 bytes of BLAKE2b-256 of `"weft conversation v1"`

@@ -1,39 +1,43 @@
-/// The removal rule of replication (SPEC.md §13.3, §13.7): a node does not send the node of a
-/// user removed from a conversation anything posted after the removal. It is a rule about
-/// sending, not about state: every node still stores and relays everything.
+/// The facts the removal rule (`RemovalRule`, SPEC.md §13.3) judges on, from the logs held.
 extension Replica {
-    /// Whether `signed` must not be sent to the node of `user`.
-    ///
-    /// - A user never added in any log of the operation's merge group (the creation counts as
-    ///   adding its participants) is a relay: nothing is withheld from them.
-    /// - In a log that added `user`, an operation is withheld when its causal past holds an
-    ///   add of `user` (they were a participant earlier) and `user` is a participant neither at
-    ///   its causal point nor just after it (so the removal itself, and a re-add, still go).
-    ///   When some of its causes are not held here, it is withheld: what is missing might be
-    ///   the removal.
-    /// - In a log that never added `user`, but another member of its merge group did, no
-    ///   causal point spans both logs: it is withheld while `user` is not a participant of the
-    ///   merged conversation.
-    ///
-    /// The logs of the operation's merge group must be loaded.
+    /// Whether `signed` must not be sent to the node of `user` (`RemovalRule.withholds`). The
+    /// logs of the operation's merge group must be loaded.
     public func withholds(_ signed: SignedOperation, from user: UserID) -> Bool {
-        let op = signed.operation
-        let group = members(ofGroupContaining: op.conversation)
-        let logsOfGroup = (group.isEmpty ? [op.conversation] : group).compactMap { logs[$0] }
-        guard logsOfGroup.contains(where: { $0.adds[user]?.isEmpty == false }) else { return false }
-        guard let log = logs[op.conversation], let adds = log.adds[user], !adds.isEmpty else {
-            return !isParticipant(user, of: op.conversation)
-        }
+        RemovalRule(membershipFacts(forGroupsOf: [signed.operation.conversation]))
+            .withholds(signed, past: causalPast(of: signed), from: user)
+    }
+
+    /// The join of the clocks of the operation's causes: its causal past. Nil when a cause is
+    /// not held in its log (or the log is not loaded).
+    public func causalPast(of signed: SignedOperation) -> VersionVector? {
+        guard let log = logs[signed.operation.conversation] else { return nil }
         var past = VersionVector()
-        for cause in op.causes {
-            guard let record = log.records[cause] else { return true }
+        for cause in signed.operation.causes {
+            guard let record = log.records[cause] else { return nil }
             past.formJoin(record.clock)
         }
-        guard adds.contains(where: { past.includes(author: $0.author, sequence: $0.sequence) }) else { return false }
-        if log.isParticipant(user, at: past) { return false }
-        var after = past
-        after.record(op.author, op.sequence)
-        return !log.isParticipant(user, at: after)
+        return past
+    }
+
+    /// What the removal rule is told of the merge groups of `ids`: every log of each group
+    /// that holds a removal of participants; nothing of a group without one. The groups'
+    /// logs must be loaded.
+    public func membershipFacts(forGroupsOf ids: some Sequence<ConversationID>) -> [LogMembership] {
+        var facts: [LogMembership] = []
+        var seen: Set<ConversationID> = []
+        for id in ids where !seen.contains(id) {
+            let members = members(ofGroupContaining: id)
+            let group = members.isEmpty ? [id] : members
+            seen.formUnion(group)
+            let logsOfGroup = group.compactMap { logs[$0] }
+            guard logsOfGroup.contains(where: { !$0.removes.isEmpty }) else { continue }
+            let participants = Set(conversation(id)?.participants ?? [])
+            for log in logsOfGroup {
+                facts.append(
+                    LogMembership(log: log.id, group: group, adds: log.adds, removes: log.removes, participants: participants))
+            }
+        }
+        return facts
     }
 }
 

@@ -23,6 +23,9 @@ public struct CommittedChanges: Sendable, Equatable {
     /// operation of a log it published (a conversation's first message, or an announced
     /// creation, takes the operations made before it along; SPEC.md §13.7).
     public var storedOperations: [SignedOperation] = []
+    /// What the removal rule (§13.3) is told after this commit: the membership of every log
+    /// of each merge group with a removal whose membership the commit changed.
+    public var memberships: [LogMembership] = []
     /// How many batches this subscriber did not receive just before this one, because it fell
     /// more than `Store.changeBufferLimit` batches behind. Nonzero means: re-read what you
     /// show (a live query simply runs again).
@@ -141,7 +144,7 @@ final class ChangeSubscribers: Sendable {
             let batch = CommittedChanges(
                 number: state.published, changes: publication.changes, outbox: publication.outbox,
                 waitingMessages: publication.waitingMessages, summaries: publication.stored.summaries,
-                storedOperations: publication.stored.storedOperations)
+                storedOperations: publication.stored.storedOperations, memberships: publication.stored.memberships)
             // Never blocks: a full buffer drops its oldest batch. A batch built without the
             // messages skips the subscribers that want them (they joined during its commit):
             // the gap in the numbers tells them.

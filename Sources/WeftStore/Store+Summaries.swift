@@ -13,6 +13,29 @@ extension Store {
         /// Operations to push: those stored for the first time in published logs, and every
         /// operation of a log this transaction published.
         var storedOperations: [SignedOperation] = []
+        /// What the removal rule is told: the membership of every log of each merge group
+        /// with a removal whose membership the transaction changed.
+        var memberships: [LogMembership] = []
+    }
+
+    /// The removal rule's facts (`Replica.membershipFacts(forGroupsOf:)`) for the logs where a
+    /// commit accepted an operation that changes membership (a creation, an add, a removal),
+    /// read from the replica the commit left. Operations released from pending are not in
+    /// the batch: when some were, every log the commit touched is looked at.
+    static func membershipChanges(_ batch: [SignedOperation], report: Replica.Report, replica: Replica) -> [LogMembership] {
+        let accepted = Set(report.accepted)
+        var logs: Set<ConversationID> = []
+        var inBatch: Set<OperationID> = []
+        for signed in batch {
+            inBatch.insert(signed.id)
+            guard accepted.contains(signed.id) else { continue }
+            switch signed.operation.body {
+            case .createConversation, .addParticipants, .removeParticipants: logs.insert(signed.operation.conversation)
+            default: break
+            }
+        }
+        if report.accepted.contains(where: { !inBatch.contains($0) }) { logs.formUnion(report.touched) }
+        return logs.isEmpty ? [] : replica.membershipFacts(forGroupsOf: logs.sorted())
     }
 
     /// Records, inside a write transaction, operations stored for the first time (each once)
@@ -190,43 +213,50 @@ extension Store.Applied {
 extension Store {
     /// The operations among `operations` that replication must not send to the node of
     /// `user`: those posted after `user`'s removal from their conversation (SPEC.md §13.3,
-    /// §13.7; `Replica.withholds(_:from:)`). A user who was never a participant of a log is a
-    /// relay and gets all of it.
-    ///
-    /// Judged on the store's replica when it has the logs in memory, else on the logs of the
-    /// operations' merge groups read from the operation table (through GRDB's async read, on
-    /// its threads, merge rules included).
-    public func fetchWithheld(_ operations: [SignedOperation], from user: UserID) async throws -> Set<OperationID> {
+    /// §13.7; `RemovalRule`). A user who was never a participant of a log is a relay and gets
+    /// all of it. Replication judges with the rule it is told; this asks the store's replica.
+    public func withheld(_ operations: [SignedOperation], from user: UserID) throws -> Set<OperationID> {
         guard !operations.isEmpty else { return [] }
+        let replica = try replica(holdingGroupsOf: Set(operations.map(\.operation.conversation)))
+        return Set(operations.filter { replica.withholds($0, from: user) }.map(\.id))
+    }
+
+    /// The causal past of each operation of `operations` (the join of its causes' clocks), as
+    /// the store holds them: what the removal rule judges an operation to send on. An
+    /// operation with a cause not held is absent.
+    public func fetchCausalPasts(of operations: [SignedOperation]) async throws -> [OperationID: VersionVector] {
+        guard !operations.isEmpty else { return [:] }
         let logs = Set(operations.map(\.operation.conversation))
-        if let cached = cachedReplica(holding: logs) { return Self.withheld(operations, from: user, on: cached) }
+        if let cached = cachedReplica(holding: logs) { return Self.causalPasts(of: operations, on: cached) }
         let localUser = self.localUser
         return try await database.read { db in
-            Self.withheld(operations, from: user, on: try Self.groupReplica(for: logs, localUser: localUser, in: db))
+            Self.causalPasts(of: operations, on: try Self.groupReplica(for: logs, localUser: localUser, in: db))
         }
     }
 
-    /// `fetchWithheld(_:from:)`, blocking the calling thread.
-    public func withheld(_ operations: [SignedOperation], from user: UserID) throws -> Set<OperationID> {
-        guard !operations.isEmpty else { return [] }
-        let logs = Set(operations.map(\.operation.conversation))
-        if let cached = cachedReplica(holding: logs) { return Self.withheld(operations, from: user, on: cached) }
-        return Self.withheld(operations, from: user, on: try database.read { db in try Self.groupReplica(for: logs, localUser: localUser, in: db) })
+    private static func causalPasts(of operations: [SignedOperation], on replica: Replica) -> [OperationID: VersionVector] {
+        var pasts: [OperationID: VersionVector] = [:]
+        for signed in operations { pasts[signed.id] = replica.causalPast(of: signed) }
+        return pasts
     }
 
-    private static func withheld(_ operations: [SignedOperation], from user: UserID, on replica: Replica) -> Set<OperationID> {
-        Set(operations.filter { replica.withholds($0, from: user) }.map(\.id))
+    /// What the removal rule is told at start: the membership of every log of each merge
+    /// group that holds a removal (`Replica.membershipFacts(forGroupsOf:)`).
+    public func membershipFacts() throws -> [LogMembership] {
+        let logs = try logsWithRemovals()
+        guard !logs.isEmpty else { return [] }
+        return try replica(holdingGroupsOf: logs).membershipFacts(forGroupsOf: logs.sorted())
     }
 
-    /// Logs holding a removal of participants (kind 3): only their operations can be withheld
-    /// from anyone (§13.3), so replication asks `withheld` for those alone. One scan of the
-    /// operation table, at start.
-    public func fetchLogsWithRemovals() async throws -> Set<ConversationID> {
-        try await database.read(Self.logsWithRemovals)
+    /// The store's replica if it holds the merge groups of `logs`, else one read for them.
+    private func replica(holdingGroupsOf logs: Set<ConversationID>) throws -> Replica {
+        if let cached = cachedReplica(holding: logs) { return cached }
+        return try database.read { db in try Self.groupReplica(for: logs, localUser: localUser, in: db) }
     }
 
-    /// `fetchLogsWithRemovals()`, blocking the calling thread.
-    public func logsWithRemovals() throws -> Set<ConversationID> {
+    /// Logs holding a removal of participants (kind 3): only their merge groups can withhold
+    /// anything (§13.3). One scan of the operation table.
+    func logsWithRemovals() throws -> Set<ConversationID> {
         try database.read(Self.logsWithRemovals)
     }
 

@@ -205,6 +205,8 @@ public final class Store: Sendable {
         public var summaries: [LogSummary] = []
         /// What this commit made available to the mesh (`CommittedChanges.storedOperations`).
         public var storedOperations: [SignedOperation] = []
+        /// What the removal rule is told after this commit (`CommittedChanges.memberships`).
+        public var memberships: [LogMembership] = []
 
         /// How many received operations were stored for the first time.
         public var newCount: Int { newOperations.count }
@@ -348,6 +350,8 @@ public final class Store: Sendable {
             let refusedNow = Set(drops.refused.map(\.operation))
             applied.record(received: new, of: accepted.count(where: { !refusedNow.contains($0.id) }), report: report, stored: stored)
             applied.droppedPending = drops.dropped
+            applied.memberships = Self.membershipChanges(accepted, report: report, replica: lease.replica)
+            stored.memberships = applied.memberships
             Self.trim(&lease.replica, keeping: Set(accepted.map(\.operation.conversation)), limit: cachedOperationLimit)
             return (applied, Publication(changes: applied.changes, waitingMessages: waiting, stored: stored, includesMessages: withMessages))
         }
@@ -473,8 +477,9 @@ public final class Store: Sendable {
             try noteUnsent(batch, in: db)
             let changes = try Self.withDeliveryFailures(rowChanges, localUser: localUser, in: db)
             let snapshots = Dictionary(changes.messages.compactMap { $0.snapshot.map { ($0.id, $0) } }, uniquingKeysWith: { _, last in last })
-            let stored = try Self.recordStored(
+            var stored = try Self.recordStored(
                 Self.firstStored(local: batch.operations, report: report), publishing: Self.publishing(batch), in: db)
+            stored.memberships = Self.membershipChanges(batch.operations, report: report, replica: lease.replica)
             let publication = Publication(
                 changes: changes,
                 outbox: batch.outbox.map { OutboxChange(entry: $0, previousState: nil, message: snapshots[$0.message]) },
@@ -484,6 +489,7 @@ public final class Store: Sendable {
             var applied = Applied(report: report, refused: [], changes: changes)
             applied.summaries = stored.summaries
             applied.storedOperations = stored.storedOperations
+            applied.memberships = stored.memberships
             return ((applied, extra), publication)
         }
     }

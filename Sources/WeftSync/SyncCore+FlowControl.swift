@@ -34,7 +34,10 @@ extension SyncCore {
             return
         }
         let inFlight = state.recentPushes.pushed(since: now >= graftTimeout ? now - graftTimeout : 0)
-        output.append(.sendStored(peer, conversation, beyond: beyond, skipping: HeldOperations(state.confirmed, inFlight: inFlight)))
+        output.append(
+            .sendStored(
+                peer, conversation, beyond: beyond, skipping: HeldOperations(state.confirmed, inFlight: inFlight),
+                withholding: removalRule.restricted(to: state.user)))
         peers[peer]?.storeReads += 1
         statistics.logsSentFromStore += 1
         // Counted as held from now on: if the operations are lost, anti-entropy finds out.
@@ -53,7 +56,7 @@ extension SyncCore {
             statistics.requestsDropped += max(0, ids.count - room)
             return
         }
-        output.append(.sendStoredOperations(peer, ids))
+        output.append(.sendStoredOperations(peer, ids, withholding: removalRule.restricted(to: state.user)))
         peers[peer]?.storeReads += 1
     }
 
@@ -90,7 +93,7 @@ extension SyncCore {
         while !rest.isEmpty, reads < configuration.maxStoreReadsPerPeer {
             let chunk = Array(rest.prefix(Self.identifiersPerRead))
             rest = rest.dropFirst(chunk.count)
-            output.append(.sendStoredOperations(peer, chunk))
+            output.append(.sendStoredOperations(peer, chunk, withholding: removalRule.restricted(to: after.user)))
             reads += 1
         }
         peers[peer]?.storeReads = reads

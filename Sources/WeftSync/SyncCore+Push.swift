@@ -10,6 +10,7 @@ extension SyncCore {
     // MARK: - Operations stored
 
     mutating func stored(_ outcome: StoreOutcome) {
+        removalRule.update(outcome.memberships)
         var newlyPublished: Set<ConversationID> = []
         var storedPerLog: [ConversationID: Int] = [:]
         for signed in outcome.stored { storedPerLog[signed.operation.conversation, default: 0] += 1 }
@@ -49,6 +50,9 @@ extension SyncCore {
         if source != nil { statistics.duplicatesReceived += outcome.duplicates }
 
         let order = peerOrder
+        // Operations the removal rule may withhold from a peer go to it through a read, which
+        // judges each on its causal past (the commit does not report pasts).
+        var judged: [PeerID: [SignedOperation]] = [:]
         for signed in outcome.stored {
             // Learned only once stored: an operation the store refused (a forged signature)
             // says nothing about what exists.
@@ -65,12 +69,19 @@ extension SyncCore {
             else { continue }
             for peer in order where peer != source {
                 guard let state = peers[peer], !state.holds(signed) else { continue }
-                if state.isEager {
+                if removalRule.concerns(state.user, in: conversation) {
+                    judged[peer, default: []].append(signed)
+                } else if state.isEager {
                     outgoing[peer, default: OutgoingBatch()].pushes.append(signed)
                 } else {
                     outgoing[peer, default: OutgoingBatch()].announcements.append(SyncMessage.Announcement(signed))
                 }
             }
+        }
+
+        for (peer, operations) in judged.sorted(by: { $0.key < $1.key }) {
+            for signed in operations { peers[peer]?.record(signed) }
+            for chunk in operations.map(\.id).chunked(Self.identifiersPerRead) { sendStoredOperations(chunk, to: peer) }
         }
 
         for conversation in catchUpOrder(newlyPublished) {

@@ -38,6 +38,9 @@ public struct SyncCore: Sendable {
     /// The identities of connections that ended lately: a commit of what one of them sent may
     /// come after its end, and still counts against its identity. The last 1,024.
     var departed: [PeerID: UserID] = [:]
+    /// The §13.3 removal rule, from the memberships the store reports: what must not go to
+    /// the node of a user removed from a conversation.
+    var removalRule: RemovalRule
     var departedOrder: [PeerID] = []
     /// How late eager pushes arrive after the first announcement of the same operation: a
     /// maximum that decays by a sixty-fourth at each new observation below it (§14.8).
@@ -55,9 +58,14 @@ public struct SyncCore: Sendable {
     /// as one message of each kind per peer when the event is done.
     var outgoing: [PeerID: OutgoingBatch] = [:]
 
-    /// A core for a node whose store holds `summaries` (from `Store.logSummaries()`), with no
-    /// peer connected: what a node builds at start, and after a restart.
-    public init(configuration: SyncConfiguration = SyncConfiguration(), localUser: UserID, summaries: [LogSummary]) {
+    /// A core for a node whose store holds `summaries` (from `Store.logSummaries()`) and the
+    /// merge groups with removals that `memberships` describes (`Store.membershipFacts()`),
+    /// with no peer connected: what a node builds at start, and after a restart.
+    public init(
+        configuration: SyncConfiguration = SyncConfiguration(), localUser: UserID, summaries: [LogSummary],
+        memberships: [LogMembership] = []
+    ) {
+        self.removalRule = RemovalRule(memberships)
         self.configuration = configuration
         self.localUser = localUser
         self.recent = RecentIDs(capacity: configuration.recentOperationCapacity)
@@ -71,7 +79,7 @@ public struct SyncCore: Sendable {
         case .connected(let peer, let user):
             peers[peer] = PeerState(user: user, knownCapacity: configuration.knownOperationCapacityPerPeer, now: now)
             startReconciliation(with: peer)
-            output.append(.resendWaiting(peer))
+            output.append(.resendWaiting(peer, withholding: removalRule.restricted(to: user)))
             peers[peer]?.storeReads += 1
         case .disconnected(let peer):
             if let user = peers.removeValue(forKey: peer)?.user {

@@ -30,28 +30,33 @@ public enum SyncEvent: Sendable {
 
 /// What the sync core asks the driver to do.
 public enum SyncAction: Sendable, Equatable {
-    /// Send this message to the peer (encode it into one DATA frame). The driver applies the
-    /// §13.3 removal rule (`Store.withheld`) to OPERATIONS before sending.
+    /// Send this message to the peer (encode it into one DATA frame). OPERATIONS the core
+    /// sends have passed the §13.3 removal rule already.
     case send(PeerID, SyncMessage)
     /// Verify and store these operations (`Mailbox.receive`), then report a `.stored` event.
     case apply([SignedOperation], from: PeerID)
     /// Read the held operations of the log above `beyond` from the store, in causal order,
     /// and send them as OPERATIONS (not pushed) in messages that fit a DATA frame, less those
     /// in `skipping` (the peer said it holds them).
-    case sendStored(PeerID, ConversationID, beyond: VersionVector, skipping: HeldOperations)
+    ///
+    /// Every read for a peer carries the removal rule as it applies to the peer's user
+    /// (§13.3), nil when it withholds nothing from them: the driver drops what it withholds,
+    /// judged on each operation's causal past as the store holds it
+    /// (`Withholding.filter(_:pasts:)`).
+    case sendStored(PeerID, ConversationID, beyond: VersionVector, skipping: HeldOperations, withholding: Withholding? = nil)
     /// Read these operations from the store (those held) and send them as OPERATIONS.
     ///
     /// Each `.sendStored` and `.sendStoredOperations` is one read; the driver reports its end
     /// with `.storeReadDone`. The core has at most `maxStoreReadsPerPeer` of them under way
     /// per peer, and none while the peer is not writable: what the peer asks for meanwhile
     /// waits, bounded, in the core.
-    case sendStoredOperations(PeerID, [OperationID])
+    case sendStoredOperations(PeerID, [OperationID], withholding: Withholding? = nil)
     /// Read the local user's messages that wait in the outbox (no peer acknowledged them) and
     /// send them as OPERATIONS (not pushed): a peer that holds them already answers STORED
     /// all the same. Issued once per connection, when it starts: an acknowledgement lost with
     /// an earlier connection is otherwise never repaired, and the message never *sent*. One
     /// read, like `.sendStored`.
-    case resendWaiting(PeerID)
+    case resendWaiting(PeerID, withholding: Withholding? = nil)
     /// The peer acknowledged storing the operations in these slots (STORED), operations this
     /// node sent it: a message of the local user among them is now *sent*. The store maps the
     /// slots back to its messages (`Store.markSent(acknowledged:)`).
@@ -89,6 +94,10 @@ public struct StoreOutcome: Sendable {
     /// core asks the source for exactly these (after the graft timeout, if still missing).
     /// Empty when the store does not say; the core then asks for the log past its heads.
     public var missingCauses: [ConversationID: [OperationID]] = [:]
+    /// What the removal rule (§13.3) is told after this commit: the membership of every log of
+    /// each merge group that holds a removal and that this commit changed the membership of
+    /// (`Replica.membershipFacts(forGroupsOf:)`). Empty when none changed.
+    public var memberships: [LogMembership] = []
 
     public init(
         summaries: [LogSummary], stored: [SignedOperation], duplicates: Int = 0, pending: Int = 0,

@@ -189,7 +189,7 @@ struct DamagedColumnTests {
             _ = try await store.fetchOperations(ids: [fixture.mine])
         }
         await Self.expectDamaged("operation.wire", "holds an integer, not bytes", "the removal rule, async") {
-            _ = try await fixture.reopened().fetchWithheld(held, from: fixture.peer.user)
+            _ = try await fixture.reopened().fetchCausalPasts(of: held)
         }
         await Self.expectDamaged("operation.wire", "holds an integer, not bytes", "the removal rule on a store without the log") {
             _ = try fixture.reopened().withheld(held, from: fixture.peer.user)

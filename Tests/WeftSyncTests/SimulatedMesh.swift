@@ -48,6 +48,8 @@ struct SimulatedMesh {
     private var nextPeer: PeerID = 1
     private(set) var messagesSent = 0
     private(set) var bytesSent = 0
+    /// Operations the removal rule kept from a peer.
+    private(set) var withheldCount = 0
 
     struct Link: Hashable, Comparable {
         var a: Int
@@ -115,7 +117,9 @@ struct SimulatedMesh {
     /// Restarts a node on its store: a new core from the summaries, links reconnected.
     mutating func start(_ index: Int) {
         nodes[index].isUp = true
-        nodes[index].core = SyncCore(configuration: configuration, localUser: nodes[index].user, summaries: nodes[index].store.summaries)
+        nodes[index].core = SyncCore(
+            configuration: configuration, localUser: nodes[index].user, summaries: nodes[index].store.summaries,
+            memberships: nodes[index].store.memberships)
         handle(index, .tick(nowMilliseconds: now))
         for link in links.keys.sorted() where link.a == index || link.b == index { connect(link) }
     }
@@ -171,14 +175,14 @@ struct SimulatedMesh {
                     transmit(message, from: index, peer: peer)
                 case .apply(let operations, let source):
                     events.append(.stored(nodes[index].store.receive(operations, from: source)))
-                case .sendStored(let peer, let conversation, let beyond, let skipping):
+                case .sendStored(let peer, let conversation, let beyond, let skipping, let withholding):
                     let operations = nodes[index].store.operations(in: conversation, beyond: beyond)
-                    sendAnswer(operations.filter { !skipping.contains($0.id) }, from: index, peer: peer)
+                    sendAnswer(operations.filter { !skipping.contains($0.id) }, from: index, peer: peer, withholding: withholding)
                     events.append(.storeReadDone(peer))
-                case .sendStoredOperations(let peer, let ids):
-                    sendAnswer(nodes[index].store.operations(ids: ids), from: index, peer: peer)
+                case .sendStoredOperations(let peer, let ids, let withholding):
+                    sendAnswer(nodes[index].store.operations(ids: ids), from: index, peer: peer, withholding: withholding)
                     events.append(.storeReadDone(peer))
-                case .resendWaiting(let peer):
+                case .resendWaiting(let peer, _):
                     events.append(.storeReadDone(peer))  // the simulated store keeps no outbox
                 case .acknowledged, .dropped:
                     break
@@ -189,7 +193,18 @@ struct SimulatedMesh {
         }
     }
 
-    private mutating func sendAnswer(_ operations: [SignedOperation], from index: Int, peer: PeerID) {
+    /// Sends what a read found, less what the removal rule the core gave withholds, judged on
+    /// the causal pasts the node's replica holds (as the driver does with the store's).
+    private mutating func sendAnswer(_ operations: [SignedOperation], from index: Int, peer: PeerID, withholding: Withholding?) {
+        var operations = operations
+        if let withholding {
+            let replica = nodes[index].store.replica
+            var pasts: [OperationID: VersionVector] = [:]
+            for signed in operations { pasts[signed.id] = replica.causalPast(of: signed) }
+            let judged = operations.count
+            operations = withholding.filter(operations, pasts: pasts)
+            withheldCount += judged - operations.count
+        }
         for chunk in operations.chunked(64) {
             transmit(.operations(SyncMessage.Operations(isPush: false, operations: chunk)), from: index, peer: peer)
         }

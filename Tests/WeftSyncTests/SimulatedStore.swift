@@ -17,7 +17,7 @@ struct SimulatedStore {
 
     init(user: UserID) { replica = Replica(localUser: user) }
 
-    var summaries: [LogSummary] { logs.keys.sorted().map { logs[$0]!.summary } }
+    var summaries: [LogSummary] { logs.keys.sorted().compactMap { logs[$0]?.summary } }
 
     /// Stores operations received from `source` (verified here, as the store does) and says
     /// what happened.
@@ -42,6 +42,7 @@ struct SimulatedStore {
             refused: refused, source: source)
         // The missing causes, by log, as the real store reports them.
         for op in fresh { if let causes = report.missingCauses[op.id] { outcome.missingCauses[op.operation.conversation, default: []] += causes } }
+        outcome.memberships = memberships(after: report)
         return outcome
     }
 
@@ -50,9 +51,20 @@ struct SimulatedStore {
     mutating func write(_ op: SignedOperation, announce: Bool = false) -> StoreOutcome {
         let publishes: Bool
         if case .postMessage = op.operation.body { publishes = true } else { publishes = announce }
-        let (summaries, _) = commit([op], publish: publishes)
-        return StoreOutcome(summaries: summaries, stored: [op])
+        let (summaries, report) = commit([op], publish: publishes)
+        var outcome = StoreOutcome(summaries: summaries, stored: [op])
+        outcome.memberships = memberships(after: report)
+        return outcome
     }
+
+    /// What the removal rule is told after a commit, as the store tells it: the membership of
+    /// the merge groups (with a removal) of every log the commit touched.
+    private func memberships(after report: Replica.Report) -> [LogMembership] {
+        replica.membershipFacts(forGroupsOf: report.touched.sorted())
+    }
+
+    /// What the removal rule is told at start (`Store.membershipFacts()`).
+    var memberships: [LogMembership] { replica.membershipFacts(forGroupsOf: logs.keys.sorted()) }
 
     /// Held operations of the log above `beyond`, in causal order (timestamps grow along causes).
     func operations(in conversation: ConversationID, beyond: VersionVector) -> [SignedOperation] {

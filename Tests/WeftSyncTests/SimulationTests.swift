@@ -194,3 +194,70 @@ struct SpreadTests {
         print("spread: \(receptions) receptions per operation and node")
     }
 }
+
+@Suite("Simulated mesh: the removal rule (§13.3) in the core")
+struct RemovalRuleSimulationTests {
+    /// Node 0's user makes a group with the users of nodes 1 and 2, removes node 2's user,
+    /// and the participants post on; later node 2's user is added back. Eight nodes, a random
+    /// mesh, loss, and a restart of node 2: it must never receive what was posted while its
+    /// user was out, though relays (never added) hold it and sit between it and the posters.
+    @Test("a removed user's node never receives what was posted while they were out; relays hold everything; a re-add and what follows reach it")
+    func withholding() async {
+        let failures = await offThePool { () -> [String] in
+            var failures: [String] = []
+            var mesh = SimulatedMesh(nodeCount: 8, degree: 2, seed: 11, configuration: SyncConfiguration())
+            mesh.lossRate = 0.05
+            // A ring of the others besides the random links: paths that avoid node 2 exist
+            // (a node whose only path runs through node 2 cannot get what is withheld from it).
+            let ring = [0, 1, 3, 4, 5, 6, 7]
+            for (a, b) in zip(ring, ring.dropFirst() + [ring[0]]) where mesh.links[.init(a, b)] == nil {
+                mesh.links[.init(a, b)] = false
+                mesh.connect(.init(a, b))
+            }
+            let wall = { SimulationRun.wallBase + mesh.now }
+            func write(_ index: Int, _ body: OperationBody, in conversation: ConversationID) -> SignedOperation {
+                let op = mesh.nodes[index].author.write(body, in: conversation, replica: mesh.nodes[index].store.replica, wallMilliseconds: wall())
+                mesh.write(index, op)
+                mesh.run(until: mesh.now + 50)
+                return op
+            }
+            let removed = mesh.nodes[2].user
+            let creation = mesh.nodes[0].author.createConversation(
+                with: [mesh.nodes[1].user, removed], distinct: false, in: mesh.nodes[0].store.replica, wallMilliseconds: wall())
+            mesh.write(0, creation, announce: true)
+            let conversation = creation.operation.conversation
+            var before = [creation]
+            for step in 0..<5 { before.append(write(step % 2, SyncFixtures.text("before \(step)"), in: conversation)) }
+            mesh.run(until: mesh.now + 3_000)  // everyone has seen it all before the removal
+            let removal = write(0, .removeParticipants([removed]), in: conversation)
+            mesh.run(until: mesh.now + 3_000)  // the participants see the removal before posting on
+            var out: [SignedOperation] = []
+            for step in 0..<30 {
+                if step == 10 { mesh.stop(2) }
+                if step == 20 { mesh.start(2) }
+                out.append(write(step % 2, SyncFixtures.text("without node 2 \(step)"), in: conversation))
+            }
+            out.append(write(1, .setMetadata(["title": "without node 2"]), in: conversation))
+            mesh.run(until: mesh.now + 5_000)
+            let readd = write(0, .addParticipants([removed]), in: conversation)
+            var back: [SignedOperation] = []
+            for step in 0..<5 { back.append(write(step % 2, SyncFixtures.text("back \(step)"), in: conversation)) }
+            mesh.lossRate = 0
+            mesh.run(until: mesh.now + 20_000)
+
+            let everything = Set((before + [removal] + out + [readd] + back).map(\.id))
+            for index in mesh.nodes.indices where index != 2 {
+                let missing = everything.subtracting(mesh.nodes[index].store.byID.keys)
+                if !missing.isEmpty { failures.append("node \(index) lacks \(missing.count) operation(s)") }
+            }
+            let atRemoved = Set(mesh.nodes[2].store.byID.keys)
+            let leaked = out.filter { atRemoved.contains($0.id) }
+            if !leaked.isEmpty { failures.append("node 2 received \(leaked.count) operation(s) posted while its user was out") }
+            let lacking = (before + [removal, readd] + back).filter { !atRemoved.contains($0.id) }
+            if !lacking.isEmpty { failures.append("node 2 lacks \(lacking.count) operation(s) it may have (the removal, the re-add, before and after)") }
+            if mesh.withheldCount == 0 { failures.append("nothing was withheld: the rule never ran") }
+            return failures
+        }
+        #expect(failures.isEmpty, "\(failures)")
+    }
+}

@@ -47,13 +47,13 @@ private struct CorePair {
                 switch action {
                 case .send(_, let message): transmit(message, to: 1 - node)
                 case .apply(let operations, let source): events.append(.stored(stores[node].receive(operations, from: source)))
-                case .sendStored(let peer, let conversation, let beyond, let skipping):
+                case .sendStored(let peer, let conversation, let beyond, let skipping, _):
                     answer(stores[node].operations(in: conversation, beyond: beyond).filter { !skipping.contains($0.id) }, to: 1 - node)
                     events.append(.storeReadDone(peer))
-                case .sendStoredOperations(let peer, let ids):
+                case .sendStoredOperations(let peer, let ids, _):
                     answer(stores[node].operations(ids: ids), to: 1 - node)
                     events.append(.storeReadDone(peer))
-                case .resendWaiting(let peer): events.append(.storeReadDone(peer))  // no outbox here
+                case .resendWaiting(let peer, _): events.append(.storeReadDone(peer))  // no outbox here
                 case .acknowledged, .dropped: break
                 case .close(_, let reason): Issue.record("node \(node) closes: \(reason)")
                 }

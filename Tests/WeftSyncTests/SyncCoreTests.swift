@@ -58,7 +58,7 @@ struct CoreHarness {
         var index = 0
         while index < actions.count {
             switch actions[index] {
-            case .sendStored(let reader, _, _, _), .sendStoredOperations(let reader, _), .resendWaiting(let reader):
+            case .sendStored(let reader, _, _, _, _), .sendStoredOperations(let reader, _, _), .resendWaiting(let reader, _):
                 actions += core.handle(.storeReadDone(reader))
             default: break
             }
@@ -163,7 +163,7 @@ struct SyncCorePushTests {
 
     /// What the answer from the store among `actions` leaves out, if there is one.
     static func answerSkipping(_ actions: [SyncAction]) -> HeldOperations? {
-        for case .sendStored(_, _, _, let skipping) in actions { return skipping }
+        for case .sendStored(_, _, _, let skipping, _) in actions { return skipping }
         return nil
     }
 
@@ -318,7 +318,7 @@ struct SyncCoreBoundsTests {
         // What the driver does: send the queue, then read the store for `sendStored`.
         var delivered = Set(resumed.pushes(to: 1).map(\.id))
         for action in resumed {
-            if case .sendStored(1, _, let beyond, _) = action {
+            if case .sendStored(1, _, let beyond, _, _) = action {
                 for op in h.held where op.operation.sequence > beyond[op.operation.author] { delivered.insert(op.id) }
             }
         }

@@ -4,9 +4,9 @@ import WeftSync
 
 extension Replicator {
     /// Carries out the core's actions in order; returns the events they raise (a peer that
-    /// stopped keeping up, a read that could not start), which the driver handles next. Waits
-    /// only for the store to judge the §13.3 rule, never for a peer or another task.
-    func perform(_ actions: [SyncAction]) async -> [SyncEvent] {
+    /// stopped keeping up, a read that could not start), which the driver handles next. Never
+    /// waits for a peer, the store or another task.
+    func perform(_ actions: [SyncAction]) -> [SyncEvent] {
         var raised: [SyncEvent] = []
         for action in actions {
             switch action {
@@ -16,8 +16,7 @@ extension Replicator {
                 }) else { continue }
                 var payloads: [ByteBuffer] = []
                 if case .operations(let operations) = message {
-                    payloads = operationMessages(
-                        await withholding(operations.operations, from: connection.identity), isPush: operations.isPush)
+                    payloads = operationMessages(operations.operations, isPush: operations.isPush)
                 } else {
                     do {
                         payloads = [try message.payload()]
@@ -30,12 +29,13 @@ extension Replicator {
                 for payload in payloads where !outbox.enqueue(payload) { raised.append(.writable(peer, false)) }
             case .apply(let operations, let peer):
                 unstored.add(operations, from: peer)
-            case .sendStored(let peer, let conversation, let heads, let skipping):
-                if !startRead(.beyond(conversation, heads, skipping: skipping), for: peer) { raised.append(.storeReadDone(peer)) }
-            case .sendStoredOperations(let peer, let ids):
-                if !startRead(.ids(ids), for: peer) { raised.append(.storeReadDone(peer)) }
-            case .resendWaiting(let peer):
-                if !startRead(.waiting, for: peer) { raised.append(.storeReadDone(peer)) }
+            case .sendStored(let peer, let conversation, let heads, let skipping, let withholding):
+                let job = StoreReadJob(kind: .beyond(conversation, heads, skipping: skipping), withholding: withholding)
+                if !startRead(job, for: peer) { raised.append(.storeReadDone(peer)) }
+            case .sendStoredOperations(let peer, let ids, let withholding):
+                if !startRead(StoreReadJob(kind: .ids(ids), withholding: withholding), for: peer) { raised.append(.storeReadDone(peer)) }
+            case .resendWaiting(let peer, let withholding):
+                if !startRead(StoreReadJob(kind: .waiting, withholding: withholding), for: peer) { raised.append(.storeReadDone(peer)) }
             case .acknowledged(let ranges, _):
                 acknowledgements.withLock { $0.add(ranges) }
             case .dropped(let peer, let count, let reason):

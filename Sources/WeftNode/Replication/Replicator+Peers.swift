@@ -19,13 +19,18 @@ struct Links: ~Copyable {
     var spawn: AsyncStream<@Sendable () async -> Void>.Continuation?
 }
 
-/// Operations a peer lacks, to read from the store and send.
-enum StoreReadJob: Sendable {
-    /// The log past these heads, less what the peer said it holds.
-    case beyond(ConversationID, VersionVector, skipping: HeldOperations)
-    case ids([OperationID])
-    /// The local user's messages waiting in the outbox.
-    case waiting
+/// Operations a peer lacks, to read from the store and send, less what the removal rule
+/// withholds from the peer's user (as the core gave it).
+struct StoreReadJob: Sendable {
+    enum Kind: Sendable {
+        /// The log past these heads, less what the peer said it holds.
+        case beyond(ConversationID, VersionVector, skipping: HeldOperations)
+        case ids([OperationID])
+        /// The local user's messages waiting in the outbox.
+        case waiting
+    }
+    var kind: Kind
+    var withholding: Withholding?
 }
 
 extension Replicator {
@@ -93,7 +98,7 @@ extension Replicator {
     private func read(_ jobs: AsyncStream<StoreReadJob>, for peer: PeerID, outbox: PeerOutbox) async {
         for await job in jobs {
             do {
-                switch job {
+                switch job.kind {
                 case .beyond(let conversation, let heads, let skipping):
                     var cursor = heads
                     while !outbox.isClosed {
@@ -103,16 +108,16 @@ extension Replicator {
                             let op = signed.operation
                             if op.sequence > cursor[op.author] { cursor.set(op.author, op.sequence) }
                         }
-                        await sendStored(skipping.isEmpty ? operations : operations.filter { !skipping.contains($0.id) }, to: outbox, peer: peer)
+                        try await sendStored(skipping.isEmpty ? operations : operations.filter { !skipping.contains($0.id) }, to: outbox, peer: peer, withholding: job.withholding)
                         if operations.count < 2_048 { break }
                     }
                 case .ids(let ids):
-                    await sendStored(try await store.fetchOperations(ids: ids), to: outbox, peer: peer)
+                    try await sendStored(try await store.fetchOperations(ids: ids), to: outbox, peer: peer, withholding: job.withholding)
                 case .waiting:
                     let waiting = try await store.fetchOutbox().map(\.message)
                     for chunk in stride(from: 0, to: waiting.count, by: 4_096) where !outbox.isClosed {
                         let ids = Array(waiting[chunk..<min(chunk + 4_096, waiting.count)])
-                        await sendStored(try await store.fetchOperations(ids: ids), to: outbox, peer: peer)
+                        try await sendStored(try await store.fetchOperations(ids: ids), to: outbox, peer: peer, withholding: job.withholding)
                     }
                 }
             } catch {
@@ -125,27 +130,19 @@ extension Replicator {
     /// Queues stored operations for the peer, waiting for room before each message: the
     /// outbox holds at most its high mark and one message more. Crossing the mark tells the
     /// core the peer is not writable, so it starts no more reads until the peer catches up.
-    private func sendStored(_ operations: [SignedOperation], to outbox: PeerOutbox, peer: PeerID) async {
-        for message in operationMessages(await withholding(operations, from: outbox.connection.identity), isPush: false) {
+    private func sendStored(
+        _ operations: [SignedOperation], to outbox: PeerOutbox, peer: PeerID, withholding: Withholding?
+    ) async throws {
+        var operations = operations
+        if let withholding {
+            let logs = withholding.logs
+            let judged = operations.filter { logs.contains($0.operation.conversation) }
+            if !judged.isEmpty { operations = withholding.filter(operations, pasts: try await store.fetchCausalPasts(of: judged)) }
+        }
+        for message in operationMessages(operations, isPush: false) {
             await outbox.waitForRoom()
             if outbox.isClosed { return }
             if !outbox.enqueue(message) { await feed(.writable(peer, false)) }
-        }
-    }
-
-    /// `operations` less those the §13.3 rule keeps from `user`'s node.
-    func withholding(_ operations: [SignedOperation], from user: PublicIdentity) async -> [SignedOperation] {
-        guard !operations.isEmpty else { return [] }
-        let removals = logsWithRemovals.withLock { $0 }
-        let judged = removals.isEmpty ? [] : operations.filter { removals.contains($0.operation.conversation) }
-        guard !judged.isEmpty else { return operations }
-        do {
-            let withheld = try await store.fetchWithheld(judged, from: user)
-            return withheld.isEmpty ? operations : operations.filter { !withheld.contains($0.id) }
-        } catch {
-            // Unsure: send nothing rather than something the rule forbids.
-            logger.error("cannot apply the removal rule for \(user): \(error)")
-            return []
         }
     }
 

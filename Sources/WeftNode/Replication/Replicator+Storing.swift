@@ -150,7 +150,10 @@ extension Replicator {
             }
         }
         var result = order.compactMap { outcomes[$0] }
-        if !result.isEmpty { result[0].summaries = applied.summaries }
+        if !result.isEmpty {
+            result[0].summaries = applied.summaries
+            result[0].memberships = applied.memberships
+        }
         let local = applied.storedOperations.filter { !taken.contains($0.id) }
         if !local.isEmpty { result.append(StoreOutcome(summaries: [], stored: local)) }
         return result

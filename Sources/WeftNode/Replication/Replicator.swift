@@ -44,10 +44,6 @@ public final class Replicator: Service, Sendable {
     /// Acknowledged operations waiting to be marked sent.
     let acknowledgements = Mutex(Acknowledgements())
     let clockOrigin = ContinuousClock.now
-    /// Logs holding a removal of participants: the only ones whose operations the §13.3 rule
-    /// can withhold, so the only ones the store is asked about (it may have to replay the
-    /// log to answer). Grows as removals are stored.
-    let logsWithRemovals: Mutex<Set<ConversationID>>
 
     var store: Store { mailbox.store }
 
@@ -61,9 +57,9 @@ public final class Replicator: Service, Sendable {
         self.logger = logger
         self.observer = observer
         self.unstored = UnstoredOperations(limit: configuration.maxUnstoredOperations)
-        self.logsWithRemovals = Mutex(try mailbox.store.logsWithRemovals())
         self.initialCore = Mutex(SyncCore(
-            configuration: configuration.sync, localUser: mailbox.localUser, summaries: try mailbox.store.logSummaries()))
+            configuration: configuration.sync, localUser: mailbox.localUser, summaries: try mailbox.store.logSummaries(),
+            memberships: try mailbox.store.membershipFacts()))
         self.queue = SyncEventQueue(capacity: configuration.maxQueuedEvents)
     }
 
@@ -132,8 +128,7 @@ public final class Replicator: Service, Sendable {
                 var events = [event]
                 while !events.isEmpty {
                     let next = events.removeFirst()
-                    if case .stored(let outcome) = next { noteRemovals(in: outcome.stored) }
-                    events += await perform(core.handle(next))
+                    events += perform(core.handle(next))
                 }
             case .inspect(let question):
                 question(core)
@@ -154,12 +149,6 @@ public final class Replicator: Service, Sendable {
         return await answer.value()
     }
 
-    private func noteRemovals(in operations: [SignedOperation]) {
-        let removals = operations.compactMap { signed -> ConversationID? in
-            if case .removeParticipants = signed.operation.body { signed.operation.conversation } else { nil }
-        }
-        if !removals.isEmpty { logsWithRemovals.withLock { $0.formUnion(removals) } }
-    }
 
     // MARK: - Node events
 
@@ -217,7 +206,9 @@ public final class Replicator: Service, Sendable {
                 return found
             }
             if received { continue }
-            await feed(.stored(StoreOutcome(summaries: batch.summaries, stored: batch.storedOperations)))
+            var outcome = StoreOutcome(summaries: batch.summaries, stored: batch.storedOperations)
+            outcome.memberships = batch.memberships
+            await feed(.stored(outcome))
         }
     }
 

@@ -73,13 +73,17 @@ extension ByteBuffer {
     }
 
     mutating func readConversation(_ what: String) throws(ControlFailure) -> ConversationID {
-        guard let bytes = readBytes(length: ConversationID.byteCount) else { throw .malformed("\(what) is cut short") }
-        return ConversationID(bytes: bytes)!
+        guard let bytes = readBytes(length: ConversationID.byteCount), let id = ConversationID(bytes: bytes) else {
+            throw .malformed("\(what) is cut short")
+        }
+        return id
     }
 
     mutating func readMessageID(_ what: String) throws(ControlFailure) -> OperationID {
-        guard let bytes = readBytes(length: OperationID.byteCount) else { throw .malformed("\(what) is cut short") }
-        return OperationID(bytes: bytes)!
+        guard let bytes = readBytes(length: OperationID.byteCount), let id = OperationID(bytes: bytes) else {
+            throw .malformed("\(what) is cut short")
+        }
+        return id
     }
 
     /// A u16-counted list.

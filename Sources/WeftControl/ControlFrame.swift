@@ -47,9 +47,10 @@ public struct ControlFrame: Hashable, Sendable {
         }
         guard buffer.readableBytes >= ControlConstants.lengthByteCount + Int(length) else { return nil }
         buffer.moveReaderIndex(forwardBy: ControlConstants.lengthByteCount)
-        let type = buffer.readInteger(as: UInt8.self)!
-        let requestID = buffer.readInteger(as: UInt32.self)!
-        let body = buffer.readSlice(length: Int(length) - ControlConstants.headerByteCount)!
+        // The whole frame is readable (checked above), so these reads find their bytes.
+        guard let type = buffer.readInteger(as: UInt8.self), let requestID = buffer.readInteger(as: UInt32.self),
+            let body = buffer.readSlice(length: Int(length) - ControlConstants.headerByteCount)
+        else { throw .malformed("a frame is cut short") }
         return ControlFrame(type: type, requestID: requestID, body: body)
     }
 }

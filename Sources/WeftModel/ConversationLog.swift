@@ -140,7 +140,10 @@ struct ConversationLog: Sendable {
     }
 
     private func taintError(_ clock: VersionVector) -> OperationError {
-        let (author, sequence) = forkedSlots.first { clock[$0.key] >= $0.value }!
+        // Asked only of a tainted clock, which reaches some forked slot.
+        guard let (author, sequence) = forkedSlots.first(where: { clock[$0.key] >= $0.value }) else {
+            return OperationError(.equivocation, "it follows a sequence number its author signed twice")
+        }
         return Self.equivocationError(author, sequence)
     }
 
@@ -203,7 +206,7 @@ struct ConversationLog: Sendable {
 
         // Equivocation: the same author and sequence number for another operation.
         slots[op.author, default: [:]][op.sequence, default: []].append(signed.id)
-        if slots[op.author]![op.sequence]!.count > 1 {
+        if slots[op.author]?[op.sequence]?.count ?? 0 > 1 {
             sharedSlots.insert(Slot(author: op.author, sequence: op.sequence))
             let before = Set(acceptedIDs.filter { $0 != signed.id })
             let forks = Self.forks(among: sharedSlots, slots: slots, records: records)
@@ -226,7 +229,7 @@ struct ConversationLog: Sendable {
         among shared: Set<Slot>, slots: [UserID: [UInt64: [OperationID]]], records: [OperationID: Record]
     ) -> [UserID: UInt64] {
         let ordered = shared.map { slot in
-            (slot, slots[slot.author]![slot.sequence]!.map { records[$0]!.timestamp }.min()!)
+            (slot, (slots[slot.author]?[slot.sequence] ?? []).compactMap { records[$0]?.timestamp }.min() ?? HLCTimestamp(milliseconds: 0, counter: 0))
         }.sorted { a, b in
             if a.1 != b.1 { return a.1 < b.1 }
             if a.0.author != b.0.author { return a.0.author < b.0.author }
@@ -234,8 +237,8 @@ struct ConversationLog: Sendable {
         }
         var forked: [UserID: UInt64] = [:]
         for (slot, _) in ordered {
-            let untainted = slots[slot.author]![slot.sequence]!.filter { id in
-                let clock = records[id]!.clock
+            let untainted = (slots[slot.author]?[slot.sequence] ?? []).filter { id in
+                guard let clock = records[id]?.clock else { return false }
                 return !forked.contains { author, sequence in clock[author] >= sequence }
             }
             if untainted.count > 1 { forked[slot.author] = min(forked[slot.author] ?? .max, slot.sequence) }
@@ -391,7 +394,8 @@ struct ConversationLog: Sendable {
         read = [:]
         watermarks = [:]
         for entry in order {
-            let clock = records[entry.id]!.clock
+            // Every entry of the order has its record (both are written together, in `apply`).
+            guard let clock = records[entry.id]?.clock else { continue }
             if !isTainted(clock) { effect(of: entry, clock: clock) }
         }
     }

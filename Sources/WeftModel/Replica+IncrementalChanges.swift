@@ -55,9 +55,9 @@ extension Replica {
             let report = apply(verified: operations)
             var new = View()
             for (canonical, members) in beforeGroups {
-                guard let changed = changedMessages(in: members, since: plan.orders),
+                guard let changed = changedMessages(in: members, since: plan.orders), let was = old.conversations[canonical],
                     addChanges(
-                        changed, in: canonical, was: old.conversations[canonical]!, prior: { _, id, _ in plan.receipted[id] },
+                        changed, in: canonical, was: was, prior: { _, id, _ in plan.receipted[id] },
                         position: position, old: &old, new: &new)
                 else {
                     // The plan's conditions rule this out (nothing pending is released, no
@@ -178,7 +178,8 @@ extension Replica {
     /// receipts and metadata (`changed`): the conversation as it is now, derived from `was`,
     /// and on both sides the posted and receipted messages and the messages a posted one came
     /// before (their positions moved on). Posted messages mostly come after every message the
-    /// group had, so those are few. Always true: the caller's other cases need complete views.
+    /// group had, so those are few. True unless an invariant broke (then the caller builds
+    /// complete views): the caller's other cases need complete views.
     private func addChanges(
         _ changed: ChangedMessages, in canonical: ConversationID, was: ConversationSnapshot,
         prior: (ConversationID, OperationID, ConversationSnapshot) -> (snapshot: MessageSnapshot, wasUnread: Bool)?,
@@ -188,7 +189,8 @@ extension Replica {
         let postedIDs = Set(posted.map(\.id))
         var postedOrder = MessageOrder()
         for key in posted { postedOrder.insert(key) }
-        let groupLogs = ([canonical] + was.mergedIDs).map { logs[$0]! }
+        let groupLogs = ([canonical] + was.mergedIDs).compactMap { logs[$0] }
+        guard groupLogs.count == was.mergedIDs.count + 1 else { return false }
 
         // The conversation: only counts, the latest message and metadata can have moved.
         var now = was
@@ -241,9 +243,12 @@ extension Replica {
         // Sized once: grown one message at a time, the views rehashed over and over.
         new.messages.reserveCapacity(new.messages.count + changed.appended.count + kept.count)
         old.messages.reserveCapacity(old.messages.count + kept.count)
+        // Positions are computed for every message asked for; a miss falls back to complete
+        // views, as a batch the plan did not foresee does.
         for (log, message) in changed.appended {
+            guard let position = postedPositions[message.id] else { return false }
             new.messages[message.id] = Self.snapshot(
-                of: message, in: log, conversation: canonical, participants: now.participants, position: postedPositions[message.id]!)
+                of: message, in: log, conversation: canonical, participants: now.participants, position: position)
         }
         func postedBefore(_ key: MessageOrder.Key) -> Int { postedOrder.countPreceding(key) }
         let keptMessages = Array(kept.values)
@@ -255,7 +260,7 @@ extension Replica {
                 return before + postedBefore(MessageOrder.Key(message.timestamp, message.sender, message.id))
             })
         for (log, message) in keptMessages {
-            let position = positions[message.id]!
+            guard let position = positions[message.id] else { return false }
             let positionBefore = position - postedBefore(MessageOrder.Key(message.timestamp, message.sender, message.id))
             new.messages[message.id] = Self.snapshot(
                 of: message, in: log, conversation: canonical, participants: now.participants, position: position)

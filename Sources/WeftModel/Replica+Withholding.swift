@@ -2,9 +2,15 @@
 extension Replica {
     /// Whether `signed` must not be sent to the node of `user` (`RemovalRule.withholds`). The
     /// logs of the operation's merge group must be loaded.
+    ///
+    /// An operation with a cause not held is withheld from every user its log added, removal
+    /// held or not: the missing past may hold one. (Replication never sends such an
+    /// operation anyway: it waits, pending, §14.8; so the rule it is told covers only merge
+    /// groups with a removal held.)
     public func withholds(_ signed: SignedOperation, from user: UserID) -> Bool {
-        RemovalRule(membershipFacts(forGroupsOf: [signed.operation.conversation]))
-            .withholds(signed, past: causalPast(of: signed), from: user)
+        let past = causalPast(of: signed)
+        if past == nil, logs[signed.operation.conversation]?.adds[user]?.isEmpty == false { return true }
+        return RemovalRule(membershipFacts(forGroupsOf: [signed.operation.conversation])).withholds(signed, past: past, from: user)
     }
 
     /// The join of the clocks of the operation's causes: its causal past. Nil when a cause is

@@ -217,7 +217,7 @@ public struct Replica: Sendable {
         let key = GroupKey(participants: creation.participants, generation: creation.generation)
         var members = groups[key] ?? []
         let index = members.firstIndex { other in
-            let timestamp = creations[other]!.timestamp
+            guard let timestamp = creations[other]?.timestamp else { return false }
             return timestamp != creation.timestamp ? creation.timestamp < timestamp : id < other
         } ?? members.endIndex
         members.insert(id, at: index)
@@ -244,8 +244,10 @@ public struct Replica: Sendable {
     /// The newest merge group for exactly `participants`: its generation and canonical conversation.
     private func newestGroup(for participants: Set<UserID>) -> (generation: UInt32, canonical: ConversationID)? {
         let sorted = participants.sorted()
-        guard let newest = groups.keys.filter({ $0.participants == sorted }).map(\.generation).max() else { return nil }
-        return (newest, groups[GroupKey(participants: sorted, generation: newest)]![0])
+        guard let newest = groups.keys.filter({ $0.participants == sorted }).map(\.generation).max(),
+            let canonical = groups[GroupKey(participants: sorted, generation: newest)]?.first
+        else { return nil }
+        return (newest, canonical)
     }
 
     /// The distinct conversation for exactly `participants` (the creator included), if any: the

@@ -125,10 +125,14 @@ struct Materializer {
         var unreadBefore: [ConversationID: Int] = [:]
         for change in changes.conversations {
             switch change.kind {
-            case .create:
-                upserts[change.id] = (change.snapshot!, [], true)
-            case .update:
-                upserts[change.id, default: (change.snapshot!, [], false)].properties.formUnion(change.property.map { [$0] } ?? [])
+            case .create, .update:
+                // A creation or an update carries the conversation as it is after it.
+                guard let snapshot = change.snapshot else { continue }
+                if change.kind == .create {
+                    upserts[change.id] = (snapshot, [], true)
+                    continue
+                }
+                upserts[change.id, default: (snapshot, [], false)].properties.formUnion(change.property.map { [$0] } ?? [])
                 if change.property == .unreadCount, case .int(let old) = change.oldValue, unreadBefore[change.id] == nil {
                     unreadBefore[change.id] = old
                 }
@@ -149,10 +153,14 @@ struct Materializer {
         messageUpserts.reserveCapacity(changes.messages.count)
         for change in changes.messages {
             switch change.kind {
-            case .create:
-                messageUpserts[change.id] = MessageUpsert(snapshot: change.snapshot!, created: true)
-            case .update:
-                messageUpserts[change.id, default: MessageUpsert(snapshot: change.snapshot!, created: false)].note(change)
+            case .create, .update:
+                // A creation or an update carries the message as it is after it.
+                guard let snapshot = change.snapshot else { continue }
+                if change.kind == .create {
+                    messageUpserts[change.id] = MessageUpsert(snapshot: snapshot, created: true)
+                } else {
+                    messageUpserts[change.id, default: MessageUpsert(snapshot: snapshot, created: false)].note(change)
+                }
             case .delete:
                 try db.cachedStatement(sql: "DELETE FROM message WHERE id = ?").execute(arguments: [Data(change.id.bytes)])
             }

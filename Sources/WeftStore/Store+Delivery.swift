@@ -65,7 +65,7 @@ extension Store {
             guard let snapshot = changes.messages[index].snapshot, ids.contains(snapshot.id),
                 let status = snapshot.recipientStatus[localUser], status < .delivered
             else { continue }
-            changes.messages[index].snapshot!.recipientStatus[localUser] = .delivered
+            changes.messages[index].snapshot?.recipientStatus[localUser] = .delivered
         }
     }
 

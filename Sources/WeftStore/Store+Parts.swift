@@ -27,7 +27,7 @@ extension Store {
                 guard includingUpdated || changes.messages[index].kind == .create else { continue }
                 parts[id] = try storedParts(of: id, in: db)
             }
-            changes.messages[index].snapshot!.parts = parts[id]!
+            changes.messages[index].snapshot?.parts = parts[id] ?? []
         }
     }
 

@@ -293,23 +293,24 @@ extension Store {
             func count(after a: Key?, before b: Key?) throws -> Int {
                 switch (a, b) {
                 case (let a?, let b?):
-                    return try Int.fetchOne(between, arguments: [conversation, a.sentAt, a.sender, a.id, b.sentAt, b.sender, b.id])!
+                    return try Int.fetchOne(between, arguments: [conversation, a.sentAt, a.sender, a.id, b.sentAt, b.sender, b.id]) ?? 0
                 case (let a?, nil):
                     return try Int.fetchOne(db.cached("""
                         SELECT COUNT(*) FROM message WHERE conversation = ? AND (sentAt, sender, id) > (?, ?, ?)
-                        """), arguments: [conversation, a.sentAt, a.sender, a.id])!
+                        """), arguments: [conversation, a.sentAt, a.sender, a.id]) ?? 0
                 case (nil, let b?):
                     return try Int.fetchOne(db.cached("""
                         SELECT COUNT(*) FROM message WHERE conversation = ? AND (sentAt, sender, id) < (?, ?, ?)
-                        """), arguments: [conversation, b.sentAt, b.sender, b.id])!
+                        """), arguments: [conversation, b.sentAt, b.sender, b.id]) ?? 0
                 case (nil, nil):
                     preconditionFailure("a position is counted from a message")
                 }
             }
             if countingFromEnd {
                 let total = try Int.fetchOne(db.cached("SELECT messageCount FROM conversation WHERE id = ?"), arguments: [conversation]) ?? 0
-                var position = total - 1 - (try count(after: sorted.last!, before: nil))
-                positions[sorted.last!.id] = position
+                guard let last = sorted.last else { continue }
+                var position = total - 1 - (try count(after: last, before: nil))
+                positions[last.id] = position
                 for index in stride(from: sorted.count - 2, through: 0, by: -1) {
                     position -= 1 + (try count(after: sorted[index], before: sorted[index + 1]))
                     positions[sorted[index].id] = position
@@ -329,6 +330,10 @@ extension Store {
         return try rows.enumerated().map { index, row in
             let key = keys[index]
             let (status, reasons) = overlay(statuses[numbers[index]] ?? [:], failures: failures[key.id])
+            // Every key was given a position above, from its conversation's group.
+            guard let position = positions[key.id] else {
+                throw StoreError(.damagedStore, "message \(key.id.hexPrefix) has no position in its conversation")
+            }
             return MessageSnapshot(
                 try Stored.operationID(key.id, "message.id"), conversation: try Stored.conversationID(key.conversation, "message.conversation"),
                 postedTo: try row.conversationID(2, "message.postedTo"),
@@ -337,7 +342,7 @@ extension Store {
                 options: MessageOptions(
                     notificationText: try row.optionalText(5, "message.notificationText"),
                     notificationSound: try row.optionalText(6, "message.notificationSound")),
-                position: positions[key.id]!, recipientStatus: status, failureReasons: reasons)
+                position: position, recipientStatus: status, failureReasons: reasons)
         }
     }
 

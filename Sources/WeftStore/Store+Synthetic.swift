@@ -73,13 +73,13 @@ extension Store {
         for index in 0..<count {
             let sender = index % 2 == 0 ? peer : local
             let recipient = index % 2 == 0 ? local.publicKey : peer.publicKey
-            sequences[sender.publicKey]! += 1
+            sequences[sender.publicKey, default: 0] += 1
             let text = "message \(index) of conversation \(number)"
             let part = MessagePart(mimeType: "text/plain", data: Array(text.utf8))
             let timestamp = HLCTimestamp(milliseconds: startMilliseconds + 1_000 * UInt64(index + 1) + UInt64(number), counter: 0)
             let signed = SignedOperation(
                 signing: Operation(
-                    author: sender.publicKey, conversation: id, sequence: sequences[sender.publicKey]!, timestamp: timestamp,
+                    author: sender.publicKey, conversation: id, sequence: sequences[sender.publicKey, default: 0], timestamp: timestamp,
                     causes: [operations.last!.id], body: .postMessage(parts: [part], options: MessageOptions())),
                 with: sender)
             operations.append(signed)

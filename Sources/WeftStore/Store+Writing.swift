@@ -119,7 +119,9 @@ extension Store {
             result = try body()
             return .commit
         }
-        return result!
+        // GRDB runs the block once, before it commits; without a result it threw.
+        guard let result else { throw StoreError(.damagedStore, "a write transaction ended without running") }
+        return result
     }
 
     /// Takes the replica out of its slot for one transaction (so it changes in place).

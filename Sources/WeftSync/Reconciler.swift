@@ -161,8 +161,8 @@ public struct Reconciler: Sendable {
             } else if let their, our.map({ their < $0 }) ?? true {
                 found.append(their)
                 index += 1
-            } else {
-                found.append(our!)
+            } else if let our {
+                found.append(our)
                 ours += 1
             }
         }

@@ -109,17 +109,29 @@ public struct HaveMessage: Hashable, Sendable {
             case 0:
                 mode = .skip
             case 1:
-                guard let bytes = body.readBytes(length: RangeFingerprint.byteCount) else { throw .truncated(.have) }
-                mode = .fingerprint(RangeFingerprint(bytes: bytes)!)
+                guard let bytes = body.readBytes(length: RangeFingerprint.byteCount), let fingerprint = RangeFingerprint(bytes: bytes)
+                else { throw .truncated(.have) }
+                mode = .fingerprint(fingerprint)
             case 2:
                 let count = try Self.readCount(&body, entryByteCount: Self.itemByteCount, entriesSoFar: &entryCount)
-                mode = .idList((0..<count).map { _ in
-                    let conversation = ConversationID(bytes: body.readBytes(length: ConversationID.byteCount)!)!
-                    return ReconciliationItem(conversation: conversation, hashPrefix: body.readInteger(as: UInt64.self)!)
-                })
+                var items: [ReconciliationItem] = []
+                items.reserveCapacity(count)
+                for _ in 0..<count {
+                    guard let conversation = Self.readConversation(&body), let prefix = body.readInteger(as: UInt64.self) else {
+                        throw .truncated(.have)
+                    }
+                    items.append(ReconciliationItem(conversation: conversation, hashPrefix: prefix))
+                }
+                mode = .idList(items)
             default:  // 3, the last value two bits hold
                 let count = try Self.readCount(&body, entryByteCount: ConversationID.byteCount, entriesSoFar: &entryCount)
-                mode = .differing((0..<count).map { _ in ConversationID(bytes: body.readBytes(length: ConversationID.byteCount)!)! })
+                var conversations: [ConversationID] = []
+                conversations.reserveCapacity(count)
+                for _ in 0..<count {
+                    guard let conversation = Self.readConversation(&body) else { throw .truncated(.have) }
+                    conversations.append(conversation)
+                }
+                mode = .differing(conversations)
             }
             ranges.append(ReconciliationRange(upperBound: bound, mode: mode))
         }
@@ -133,6 +145,11 @@ public struct HaveMessage: Hashable, Sendable {
     }
 
     /// The bound whose length the head byte gave: the end, or that many bytes of prefix.
+    /// A conversation identifier, nil when the body is cut short.
+    private static func readConversation(_ body: inout ByteBuffer) -> ConversationID? {
+        body.readBytes(length: ConversationID.byteCount).flatMap(ConversationID.init(bytes:))
+    }
+
     private static func readBound(length: UInt8, _ body: inout ByteBuffer) throws(SyncMessageError) -> ReconciliationBound {
         if length == endBoundLength { return .end }
         guard length <= ReconciliationBound.maxPrefixByteCount else {

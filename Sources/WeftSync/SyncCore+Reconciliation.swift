@@ -90,9 +90,7 @@ extension SyncCore {
     /// sides).
     mutating func requestDiffering(_ differing: [ConversationID: HLCTimestamp], from peer: PeerID) {
         guard let state = peers[peer] else { return }
-        let order = differing.keys.sorted { a, b in
-            differing[a]! != differing[b]! ? differing[a]! > differing[b]! : a < b
-        }
+        let order = differing.sorted { a, b in a.value != b.value ? a.value > b.value : a.key < b.key }.map(\.key)
         var entries: [SyncMessage.Want.Entry] = []
         entries.reserveCapacity(order.count)
         for conversation in order {

@@ -34,7 +34,8 @@ extension SyncCore {
         // Most recently active first by this node's logs: the asker cannot know the activity
         // of logs it lacks (catch-up order, §14.10).
         for conversation in catchUpOrder(answered.keys) {
-            sendFromStore(conversation, to: peer, beyond: answered[conversation]!)
+            guard let beyond = answered[conversation] else { continue }
+            sendFromStore(conversation, to: peer, beyond: beyond)
         }
         for chunk in ids.chunked(Self.identifiersPerRead) { sendStoredOperations(chunk, to: peer) }
     }

@@ -298,11 +298,13 @@ private struct BodyReader {
     }
 
     mutating func conversation() throws(SyncMessageError) -> ConversationID {
-        ConversationID(bytes: try bytes(ConversationID.byteCount))!
+        guard let id = ConversationID(bytes: try bytes(ConversationID.byteCount)) else { throw .truncated(type) }
+        return id
     }
 
     mutating func id() throws(SyncMessageError) -> OperationID {
-        OperationID(bytes: try bytes(OperationID.byteCount))!
+        guard let id = OperationID(bytes: try bytes(OperationID.byteCount)) else { throw .truncated(type) }
+        return id
     }
 
     /// An author key, taken as it is (a signature check refuses a key that is no point).
@@ -311,7 +313,8 @@ private struct BodyReader {
     }
 
     mutating func digest() throws(SyncMessageError) -> SetDigest {
-        SetDigest(bytes: try bytes(SetDigest.byteCount))!
+        guard let digest = SetDigest(bytes: try bytes(SetDigest.byteCount)) else { throw .truncated(type) }
+        return digest
     }
 
     /// A list of identifiers, strictly ascending.

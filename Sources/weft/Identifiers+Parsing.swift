@@ -63,8 +63,10 @@ func resolveParticipants(_ texts: [String], known: () async throws -> [KnownUser
             }
             continue
         }
-        if users == nil { users = try await known() }
-        let matches = users!.filter { $0.displayName == text }
+        let everyone: [KnownUser]
+        if let users { everyone = users } else { everyone = try await known() }
+        users = everyone
+        let matches = everyone.filter { $0.displayName == text }
         switch matches.count {
         case 1: resolved.append(matches[0].user)
         case 0:

@@ -31,6 +31,9 @@ public struct ReplicationConfiguration: Sendable {
     public var pendingSweepInterval: Duration = .seconds(60)
     /// How often relayed conversations past the retention are pruned.
     public var pruneInterval: Duration = .seconds(3600)
+    /// How long after a connection ends the node gives the memory it freed back to the
+    /// system (`HeapTrim`): by then its reader, writer and channel have let go of their buffers.
+    public var heapTrimDelay: Duration = .seconds(2)
 
     public init() {}
 }

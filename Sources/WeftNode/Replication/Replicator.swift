@@ -44,6 +44,8 @@ public final class Replicator: Service, Sendable {
     /// Acknowledged operations waiting to be marked sent.
     let acknowledgements = Mutex(Acknowledgements())
     let clockOrigin = ContinuousClock.now
+    /// When the last connection ended, if the memory was not given back to the system since.
+    let lastConnectionEnd = Mutex<ContinuousClock.Instant?>(nil)
 
     var store: Store { mailbox.store }
 
@@ -86,6 +88,7 @@ public final class Replicator: Service, Sendable {
             group.addTask { await self.every(self.configuration.expiryInterval) { await self.expire() } }
             group.addTask { await self.every(self.configuration.pruneInterval) { await self.prune() } }
             group.addTask { await self.every(self.configuration.pendingSweepInterval) { await self.expirePending() } }
+            group.addTask { await self.every(.seconds(1)) { self.trimAfterConnectionEnds() } }
             defer {
                 // The node stopped: end every task (those waiting on a continuation, too).
                 group.cancelAll()
@@ -100,6 +103,17 @@ public final class Replicator: Service, Sendable {
             }
             try await node.run()
         }
+    }
+
+    /// Gives freed memory back to the system once `heapTrimDelay` has passed since the last
+    /// connection ended (a peer that left leaves its buffers free, not returned).
+    private func trimAfterConnectionEnds() {
+        let due = lastConnectionEnd.withLock { last in
+            guard let ended = last, ContinuousClock.now - ended >= configuration.heapTrimDelay else { return false }
+            last = nil
+            return true
+        }
+        if due { HeapTrim.giveBack() }
     }
 
     /// Milliseconds since the replicator started, monotonic: the core's clock.
@@ -168,6 +182,7 @@ public final class Replicator: Service, Sendable {
                 // finds nothing (its replacement forgot it), whatever order the events take.
                 streams[connection] = nil
                 if let peer = disconnect(connection) { await feed(.disconnected(peer)) }
+                lastConnectionEnd.withLock { $0 = .now }
             case .data(let connection, let payload):
                 guard let peer = links.withLock({ $0.peers[connection] }), let stream = streams[connection] else { continue }
                 let message: SyncMessage

@@ -37,7 +37,7 @@ public struct Author: Sendable {
         if let latest = replica.latestTimestamp(in: conversation) { clock.observe(latest) }
         let op = Operation(
             author: user, conversation: conversation, sequence: replica.nextSequence(for: user, in: conversation),
-            timestamp: clock.tick(wallMilliseconds: wallMilliseconds), causes: replica.heads(of: conversation), body: body)
+            timestamp: clock.tick(wallMilliseconds: wallMilliseconds), causes: replica.causes(forNextOf: user, in: conversation), body: body)
         return SignedOperation(signing: op, with: identity)
     }
 

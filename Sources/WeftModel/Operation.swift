@@ -117,6 +117,9 @@ public struct Operation: Hashable, Sendable {
     public static let maxByteCount = 512 * 1024
     /// Most users a participant list may hold (SPEC.md §12.3).
     public static let maxItems = 4096
+    /// Most causes a node names in an operation it writes (`Replica.causes(forNextOf:in:)`):
+    /// the room `OperationBody.limitViolation` leaves for them.
+    public static let maxWrittenCauses = 64
 
     public var author: UserID
     public var conversation: ConversationID

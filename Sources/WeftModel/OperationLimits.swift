@@ -7,7 +7,7 @@ extension OperationBody {
     public static let maxTextByteCount = Int(UInt16.max)
     /// Room a real operation needs beyond its body: the causes it names (a conversation rarely
     /// has more than a few heads).
-    static let causesAllowance = 64 * OperationID.byteCount
+    static let causesAllowance = Operation.maxWrittenCauses * OperationID.byteCount
 
     /// What about this body the encoding cannot carry, in words ("3 participant lists of ..."),
     /// or nil when an operation with it fits: every list within its count (participants within

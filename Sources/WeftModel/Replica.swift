@@ -272,6 +272,25 @@ public struct Replica: Sendable {
     /// Causes for the next operation the local user writes in `id`: the heads of its log.
     public func heads(of id: ConversationID) -> [OperationID] { logs[id].map { Array($0.heads).sorted() } ?? [] }
 
+    /// The causes `author`'s next operation in `id` names: every head of the log, or, in a
+    /// log of more than `Operation.maxWrittenCauses` heads (concurrent posts by that many
+    /// participants, which a hostile member can arrange), a head that follows the author's
+    /// previous operation (the chain rule, §13.1) and the most recent others, up to that
+    /// many: an operation must fit its encoding (a u16 count) and `Operation.maxByteCount`.
+    public func causes(forNextOf author: UserID, in id: ConversationID) -> [OperationID] {
+        guard let log = logs[id] else { return [] }
+        guard log.heads.count > Operation.maxWrittenCauses else { return Array(log.heads).sorted() }
+        let own = log.frontier[author]
+        var chosen: Set<OperationID> = []
+        if own > 0, let follower = log.heads.first(where: { (log.records[$0]?.clock[author] ?? 0) >= own }) { chosen.insert(follower) }
+        let newest = log.heads.sorted { a, b in
+            let (ta, tb) = (log.records[a]?.timestamp.rawValue ?? 0, log.records[b]?.timestamp.rawValue ?? 0)
+            return ta != tb ? ta > tb : a < b
+        }
+        for head in newest where chosen.count < Operation.maxWrittenCauses { chosen.insert(head) }
+        return chosen.sorted()
+    }
+
     /// The local author's next sequence number in `id`.
     public func nextSequence(for author: UserID, in id: ConversationID) -> UInt64 {
         (logs[id]?.frontier[author] ?? 0) + 1

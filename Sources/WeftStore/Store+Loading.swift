@@ -85,3 +85,12 @@ extension Store {
         return replica
     }
 }
+
+extension Store {
+    /// Lets SQLite go of the memory it caches (page caches, statements), without waiting: the
+    /// pool's reader connections close once their reads end and reopen on the next read.
+    /// A node calls it when a peer that made it read a lot has left (with `HeapTrim`).
+    public func releaseMemoryEventually() {
+        (database as? DatabasePool)?.releaseMemoryEventually()
+    }
+}

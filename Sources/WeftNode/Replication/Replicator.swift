@@ -44,8 +44,9 @@ public final class Replicator: Service, Sendable {
     /// Acknowledged operations waiting to be marked sent.
     let acknowledgements = Mutex(Acknowledgements())
     let clockOrigin = ContinuousClock.now
-    /// When the last connection ended, if the memory was not given back to the system since.
-    let lastConnectionEnd = Mutex<ContinuousClock.Instant?>(nil)
+    /// When the last connection ended and whether memory was given back since, until the
+    /// trims after it are done.
+    let lastConnectionEnd = Mutex<(ended: ContinuousClock.Instant, trimmed: Bool)?>(nil)
 
     var store: Store { mailbox.store }
 
@@ -105,14 +106,21 @@ public final class Replicator: Service, Sendable {
         }
     }
 
-    /// Gives freed memory back to the system once `heapTrimDelay` has passed since the last
-    /// connection ended (a peer that left leaves its buffers free, not returned).
+    /// Gives freed memory back to the system after a connection ends: SQLite's caches once,
+    /// then the heap every second from `heapTrimDelay` after the last end until five times
+    /// that (what a departed peer held is let go over a few seconds: its reads in flight
+    /// finish, its channel's writes are dropped, the readers close).
     private func trimAfterConnectionEnds() {
-        let due = lastConnectionEnd.withLock { last in
-            guard let ended = last, ContinuousClock.now - ended >= configuration.heapTrimDelay else { return false }
-            last = nil
-            return true
+        let (due, first) = lastConnectionEnd.withLock { state -> (Bool, Bool) in
+            guard let (ended, trimmed) = state else { return (false, false) }
+            let elapsed = ContinuousClock.now - ended
+            guard elapsed >= configuration.heapTrimDelay else { return (false, false) }
+            state = elapsed >= configuration.heapTrimDelay * 5 ? nil : (ended, true)
+            return (true, !trimmed)
         }
+        // SQLite's caches first (the reads a peer asked for filled them); their memory is
+        // free once the readers close, for the next trims to return.
+        if first { store.releaseMemoryEventually() }
         if due { HeapTrim.giveBack() }
     }
 
@@ -182,7 +190,7 @@ public final class Replicator: Service, Sendable {
                 // finds nothing (its replacement forgot it), whatever order the events take.
                 streams[connection] = nil
                 if let peer = disconnect(connection) { await feed(.disconnected(peer)) }
-                lastConnectionEnd.withLock { $0 = .now }
+                lastConnectionEnd.withLock { $0 = (.now, false) }
             case .data(let connection, let payload):
                 guard let peer = links.withLock({ $0.peers[connection] }), let stream = streams[connection] else { continue }
                 let message: SyncMessage

@@ -205,7 +205,13 @@ extension SyncCore {
                 continue
             }
             let chainHead = max(ownHead, chains[op.conversation]?[op.author] ?? 0)
-            if op.sequence > chainHead + 1 {
+            let ahead = op.sequence > chainHead + 1
+            // An operation of a log neither held here nor begun earlier in this message can only
+            // wait for its causes, unless it is the log's creation (no causes): past the bound
+            // it is refused like one ahead of its chain (else a first operation in made-up logs
+            // would pass any bound).
+            let unrooted = logs[op.conversation] == nil && chains[op.conversation] == nil && !op.causes.isEmpty
+            if ahead || (unrooted && overBound) {
                 if overBound {
                     // Not verified, but the peer holds it and this node lacks it: counted as
                     // unsynced until anti-entropy brings it.

@@ -284,6 +284,17 @@ struct SyncCoreBoundsTests {
         #expect(actions.applied == [h.ops[0]])
         #expect(actions.contains { if case .dropped(1, count: 2, _) = $0 { true } else { false } })
         #expect(h.core.statistics.operationsDropped == 2)
+        // A first operation in a log not held here (made-up or real causes, it can only wait)
+        // is refused too; a log's creation, and what follows it in the same message, is taken.
+        var other = Author(identity: SyncFixtures.identities[2])
+        let elsewhere = try SyncFixtures.conversation(messages: 0, author: 1)
+        var replica = Replica(localUser: nil)
+        _ = replica.apply(verified: elsewhere)
+        let first = other.write(SyncFixtures.text("first"), in: elsewhere[0].operation.conversation, replica: replica, wallMilliseconds: 5_000)
+        #expect(first.operation.sequence == 1)
+        #expect(h.receive(CoreHarness.pushed([first]), from: 1).applied.isEmpty)
+        #expect(h.core.statistics.operationsDropped == 3)
+        #expect(h.receive(CoreHarness.pushed([elsewhere[0], first]), from: 1).applied == [elsewhere[0], first])
         // Another peer is not bound by peer 1's count.
         #expect(h.receive(CoreHarness.pushed([h.ops[6]]), from: 2).applied == [h.ops[6]])
         // The gap closes: heads jump past the pending operations and the count is released.

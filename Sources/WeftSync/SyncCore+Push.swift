@@ -31,6 +31,11 @@ extension SyncCore {
         }
         for id in outcome.refused { recent.remove(id) }
         if released > 0 { releasePending(released) }
+        if !creationLogs.isEmpty {
+            for id in outcome.stored.map(\.id) + outcome.refused + outcome.duplicateIDs {
+                if let log = creationLogs.removeValue(forKey: id) { creationsInFlight[log] = nil }
+            }
+        }
 
         let source = outcome.source.flatMap { peers[$0] != nil ? $0 : nil }
         // Whose bound the commit counts against, even if its connection ended meanwhile.
@@ -206,12 +211,14 @@ extension SyncCore {
             }
             let chainHead = max(ownHead, chains[op.conversation]?[op.author] ?? 0)
             let ahead = op.sequence > chainHead + 1
-            // An operation of a log neither held here nor begun earlier in this message can only
-            // wait for its causes, unless it is the log's creation (no causes): past the bound
-            // it is refused like one ahead of its chain (else a first operation in made-up logs
-            // would pass any bound).
-            let unrooted = logs[op.conversation] == nil && chains[op.conversation] == nil && !op.causes.isEmpty
-            if ahead || (unrooted && overBound) {
+            // An operation of a log neither held here nor created by an operation on its way to
+            // the store can only wait for its causes, unless it is the creation (no causes): it
+            // counts and is refused like one ahead of its chain (else a first operation in
+            // made-up logs would pass any bound).
+            let isCreation = op.causes.isEmpty
+            let unrooted = !isCreation && logs[op.conversation] == nil && chains[op.conversation] == nil
+                && creationsInFlight[op.conversation] == nil
+            if ahead || unrooted {
                 if overBound {
                     // Not verified, but the peer holds it and this node lacks it: counted as
                     // unsynced until anti-entropy brings it.
@@ -222,6 +229,12 @@ extension SyncCore {
                 unsettled.insert(signed.id)
             }
             if op.sequence > chains[op.conversation]?[op.author] ?? 0 { chains[op.conversation, default: VersionVector()].set(op.author, op.sequence) }
+            if isCreation, logs[op.conversation] == nil, creationsInFlight.count < Self.maxCreationsInFlight,
+                creationsInFlight[op.conversation] == nil
+            {
+                creationsInFlight[op.conversation] = signed.id
+                creationLogs[signed.id] = op.conversation
+            }
             recent.insert(signed.id)
             if message.isPush, let entry = missing[signed.id] { observeLateness(since: entry.announcedAt) }
             forgetMissing(signed.id)

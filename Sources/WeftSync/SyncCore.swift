@@ -35,6 +35,12 @@ public struct SyncCore: Sendable {
     /// their author's chain (likely pending): counted against the bound until the store says,
     /// so a burst of messages cannot pass it before the first commit.
     var unsettledByUser: [UserID: Set<OperationID>] = [:]
+    /// Creations received and on their way to the store, by the log they create (and back):
+    /// the operations that follow them, in later messages, continue a chain rather than start
+    /// one in a log not held. At most `maxCreationsInFlight`.
+    var creationsInFlight: [ConversationID: OperationID] = [:]
+    var creationLogs: [OperationID: ConversationID] = [:]
+    static let maxCreationsInFlight = 65_536
     /// The identities of connections that ended lately: a commit of what one of them sent may
     /// come after its end, and still counts against its identity. The last 1,024.
     var departed: [PeerID: UserID] = [:]

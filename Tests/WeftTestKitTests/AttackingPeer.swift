@@ -152,11 +152,11 @@ final class AttackingPeer: Sendable {
 
     /// `count` of the attacker's operations, each in a conversation of its own, each second in
     /// its author's chain and caused by a made-up operation: pending wherever they arrive.
-    func pendingOperations(_ count: Int) -> [SignedOperation] {
+    func pendingOperations(_ count: Int, sequence: UInt64 = 2) -> [SignedOperation] {
         let cause = OperationID(bytes: Array(repeating: 7, count: OperationID.byteCount))!
         return (0..<count).map { _ in
             sign(WeftModel.Operation(
-                author: user, conversation: .random(), sequence: 2, timestamp: now(), causes: [cause],
+                author: user, conversation: .random(), sequence: sequence, timestamp: now(), causes: [cause],
                 body: .postMessage(parts: [MessagePart(mimeType: "text/plain", data: Array("pending".utf8))], options: MessageOptions())))
         }
     }

@@ -94,8 +94,9 @@ public final class ControlConnection {
     }
 
     /// Starts a WATCH, calls `started` once the node streams (every change from then on is
-    /// seen), and hands each event to `body` until it returns false, the node closes the
-    /// connection (returns normally) or the task is cancelled.
+    /// seen), and hands each event to `body` until it returns false or the task is cancelled.
+    /// A node that closes the connection meanwhile (it stopped, or died) throws
+    /// `ControlClientError.stoppedWatching`: a watcher must not mistake that for an end.
     public func watch(started: () -> Void = {}, _ body: (ControlEvent) async throws -> Bool) async throws {
         let id = try await send(.watch)
         guard case .watching = try await next(for: id) else { throw ControlClientError.unexpectedResponse("WATCH") }
@@ -105,7 +106,7 @@ public final class ControlConnection {
             do {
                 response = try await next(for: id)
             } catch ControlClientError.closed {
-                return
+                throw ControlClientError.stoppedWatching
             }
             switch response {
             case .event(let event): if try await !body(event) { return }
@@ -140,6 +141,8 @@ public enum ControlClientError: Error, CustomStringConvertible, Sendable, Equata
     case cannotConnect(String, String)
     /// The node closed the connection before answering.
     case closed
+    /// The node closed the connection while it streamed events (WATCH).
+    case stoppedWatching
     case unexpectedResponse(String)
 
     public var description: String {
@@ -147,6 +150,7 @@ public enum ControlClientError: Error, CustomStringConvertible, Sendable, Equata
         case .noNode(let path): "No node is listening on \(path)."
         case .cannotConnect(let path, let why): "Cannot connect to \(path): \(why)."
         case .closed: "The node closed the control connection before answering."
+        case .stoppedWatching: "The node stopped: its control connection closed while watching."
         case .unexpectedResponse(let what): "The node answered \(what) with something else."
         }
     }

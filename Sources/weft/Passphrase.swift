@@ -72,7 +72,7 @@ enum PassphraseSource {
 
     /// Reads one line from the terminal with echo turned off; a CR before the LF is dropped.
     private static func prompt(_ text: String) throws -> SecureBytes {
-        FileHandle.standardError.write(Data(text.utf8))
+        _ = StandardOutput.write(text, to: STDERR_FILENO)
         var original = termios()
         tcgetattr(STDIN_FILENO, &original)
         var silent = original
@@ -80,7 +80,7 @@ enum PassphraseSource {
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &silent)
         defer {
             tcsetattr(STDIN_FILENO, TCSAFLUSH, &original)
-            FileHandle.standardError.write(Data("\n".utf8))
+            _ = StandardOutput.write("\n", to: STDERR_FILENO)
         }
         var tooLong = false
         let line = SecureBytes(capacity: maxByteCount + 1) { buffer in

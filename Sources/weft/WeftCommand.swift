@@ -45,11 +45,3 @@ func bootstrapLogging(level: Logger.Level) {
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 
-/// Prints a line to standard output and flushes it, so a parent process sees it at once.
-func say(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
-}
-
-func warn(_ line: String) {
-    FileHandle.standardError.write(Data(("weft: " + line + "\n").utf8))
-}

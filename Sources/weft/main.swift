@@ -3,6 +3,8 @@ import Foundation
 
 // A custom entry point, so that every failure prints one sentence (`weft: ...`) and exits
 // non-zero, without ArgumentParser's usage block after it; --help still prints help.
+// A reader that goes away makes writes fail with EPIPE (handled by `say`), not kill weft.
+signal(SIGPIPE, SIG_IGN)
 do {
     var command = try WeftCommand.parseAsRoot()
     if let asyncCommand = command as? AsyncCommand {
@@ -15,6 +17,6 @@ do {
     if code == .success {
         WeftCommand.exit(withError: error)
     }
-    FileHandle.standardError.write(Data("weft: \(WeftCommand.message(for: error))\n".utf8))
+    warn(WeftCommand.message(for: error))
     exit(code.rawValue)
 }

@@ -33,7 +33,9 @@ struct HeapTrimTests {
         let freed = try Self.residentBytes()
         #expect(HeapTrim.giveBack(), "glibc has malloc_trim")
         let trimmed = try Self.residentBytes()
-        #expect(freed - trimmed > 96 << 20, "resident \(freed >> 20) MiB after free, \(trimmed >> 20) MiB after the trim")
+        // Tests beside this one allocate meanwhile and may reuse some of the freed blocks
+        // (a CI run saw 68 of the 128 MiB come back, one here 120): a quarter is the proof.
+        #expect(freed - trimmed > 32 << 20, "resident \(freed >> 20) MiB after free, \(trimmed >> 20) MiB after the trim")
     }
 }
 #endif

@@ -159,7 +159,12 @@ public actor WeftClient {
     /// Marks one message read by the local user.
     public func markAsRead(_ message: OperationID) async throws(WeftError) {
         guard let target = try await self.message(message) else { throw .unknownMessage(message.hex) }
-        guard target.sender != localUser, target.isUnread else { return }
+        guard target.sender != localUser else { return }
+        // A user no longer in the conversation cannot mark it read (§13.3): say so, rather
+        // than succeed at nothing.
+        let membership = try await storeRead { try await store.fetchMembership(of: localUser, in: target.conversation) }
+        guard membership?.isParticipant == true else { throw .notAParticipant }
+        guard target.isUnread else { return }
         try await write(.read([message]), inLogs: [await postedTo(message)])
     }
 

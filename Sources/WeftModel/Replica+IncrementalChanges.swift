@@ -204,7 +204,9 @@ extension Replica {
             }
         }
         now.metadata = metadata.compactMapValues(\.value)
-        if let user = localUser {
+        // The plan leaves membership alone, so whether the local user's unread count runs (only
+        // while they take part) is as it was.
+        if let user = localUser, was.participants.contains(user) {
             for (log, message) in changed.appended where message.sender != user && !Self.hasRead(user, message, in: log) {
                 now.unreadCount += 1
             }

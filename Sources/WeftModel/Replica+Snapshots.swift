@@ -6,17 +6,10 @@ extension Replica {
         let members = members(ofGroupContaining: id).compactMap { logs[$0] }
         guard let canonical = members.first, let creation = canonical.creation else { return nil }
 
-        // Remove wins across the group too: a user is a participant if some log admits them and
-        // no log that names them has them removed.
-        var participants: [UserID] = []
-        if members.count == 1 {
-            participants = Array(canonical.participants)
-        } else {
-            for user in members.reduce(into: Set<UserID>(), { $0.formUnion($1.participants) })
-            where members.allSatisfy({ !$0.named.contains(user) || $0.participants.contains(user) }) {
-                participants.append(user)
-            }
-        }
+        let participants = Self.participants(of: members)
+        // Unread counts only while the local user takes part: a user removed (or who left)
+        // cannot mark anything read any more (§13.3), so nothing stays unread for them.
+        let countsUnread = localUser.map { participants.contains($0) } ?? false
 
         var metadata: [String: ConversationLog.MetadataValue] = [:]
         for log in members {
@@ -33,7 +26,7 @@ extension Replica {
             for message in log.messages.values where !log.deleted.contains(message.id) {
                 messageCount += 1
                 if lastMessageAt.map({ $0 < message.timestamp }) ?? true { lastMessageAt = message.timestamp }
-                if let user = localUser, message.sender != user, !Self.hasRead(user, message, in: log) { unread += 1 }
+                if countsUnread, let user = localUser, message.sender != user, !Self.hasRead(user, message, in: log) { unread += 1 }
             }
         }
 
@@ -48,6 +41,25 @@ extension Replica {
             messageCount: messageCount,
             unreadCount: unread,
             lastMessageAt: lastMessageAt)
+    }
+
+    /// The participants of a merge group (its logs, canonical first). Remove wins across the
+    /// group too: a user is a participant if some log admits them and no log that names them
+    /// has them removed.
+    static func participants(of members: [ConversationLog]) -> Set<UserID> {
+        guard members.count > 1 else { return members.first?.participants ?? [] }
+        var participants: Set<UserID> = []
+        for user in members.reduce(into: Set<UserID>(), { $0.formUnion($1.participants) })
+        where members.allSatisfy({ !$0.named.contains(user) || $0.participants.contains(user) }) {
+            participants.insert(user)
+        }
+        return participants
+    }
+
+    /// Whether `user` is a participant of the merge group of `id` now, without building its
+    /// snapshot (which counts its messages).
+    func takesPart(_ user: UserID, inGroupOf id: ConversationID) -> Bool {
+        Self.participants(of: members(ofGroupContaining: id).compactMap { logs[$0] }).contains(user)
     }
 
     /// Every conversation, canonical ones only.

@@ -50,12 +50,12 @@ extension MessageSnapshot {
 extension Replica {
     /// Whether the local user has not read `message` (posted to the conversation log `postedTo`):
     /// exactly what `ConversationSnapshot.unreadCount` counts, so a store can keep one flag per
-    /// message. False for the local user's own messages, unknown or deleted messages, and a
-    /// replica without a local user. Unlike `MessageSnapshot.recipientStatus`, this holds even
-    /// when the local user is no longer a participant.
+    /// message. False for the local user's own messages, unknown or deleted messages, a
+    /// replica without a local user, and a conversation the local user no longer takes part in
+    /// (they cannot mark it read: §13.3), as `MessageSnapshot.recipientStatus` says.
     public func isUnread(_ message: OperationID, postedTo: ConversationID) -> Bool {
         guard let user = localUser, let log = logs[postedTo], let record = log.messages[message],
-            !log.deleted.contains(message), record.sender != user
+            !log.deleted.contains(message), record.sender != user, takesPart(user, inGroupOf: postedTo)
         else { return false }
         return !Self.hasRead(user, record, in: log)
     }

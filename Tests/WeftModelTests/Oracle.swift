@@ -165,7 +165,12 @@ struct Oracle {
             for user in participants where user != post.operation.author {
                 status[user] = self.status(of: post.id, for: user)
             }
-            if post.operation.author != localUser && self.status(of: post.id, for: localUser) != .read { unread += 1 }
+            // Unread counts only while the local user takes part (they cannot mark read after).
+            if participants.contains(localUser), post.operation.author != localUser,
+                self.status(of: post.id, for: localUser) != .read
+            {
+                unread += 1
+            }
             messages.append(MessageSnapshot(
                 id: post.id, conversation: members[0], postedTo: post.operation.conversation, sender: post.operation.author,
                 sentAt: post.operation.timestamp, parts: parts, options: options, position: position, recipientStatus: status))
@@ -179,9 +184,11 @@ struct Oracle {
         return Expected(snapshot: snapshot, messages: messages)
     }
 
-    /// The unread count `user` would see for a group: messages of others not read by `user`.
+    /// The unread count `user` would see for a group: messages of others not read by `user`,
+    /// none once `user` no longer takes part.
     mutating func unreadCount(of expected: Expected, for user: UserID) -> Int {
-        expected.messages.filter { $0.sender != user && status(of: $0.id, for: user) != .read }.count
+        guard expected.snapshot.participants.contains(user) else { return 0 }
+        return expected.messages.filter { $0.sender != user && status(of: $0.id, for: user) != .read }.count
     }
 
     /// §13.6: read (an explicit receipt, or a mark-all-read with the message in its past) >

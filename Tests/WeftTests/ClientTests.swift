@@ -70,6 +70,38 @@ struct ClientTests {
         #expect(try await alice.message(second.id)?.recipientStatus == [await bob.localUser: .read])
     }
 
+    @Test("a user removed from a group has nothing unread there: the count and the messages agree, and a read is refused")
+    func unreadAfterRemoval() async throws {
+        let clock = TestClock()
+        let alice = try makeClient(clock: clock)
+        let bob = try makeClient(clock: clock)
+        let carol = try makeClient(clock: clock)
+        let group = try await alice.createConversation(with: [await bob.localUser, await carol.localUser], options: ConversationOptions(distinct: false))
+        let hello = try await alice.send([.text("hello")], in: group.id)
+        clock.advance(10)
+        try await sync(alice, to: carol)
+        #expect(try await carol.conversation(group.id)?.unreadMessageCount == 1)
+        #expect(try await carol.message(hello.id)?.isUnread == true)
+
+        try await alice.removeParticipants([await carol.localUser], from: group.id)
+        clock.advance(10)
+        try await sync(alice, to: carol)
+        // Carol can no longer mark anything read there, so nothing stays unread for her; the
+        // conversation's count and each message say the same.
+        #expect(try await carol.conversation(group.id)?.unreadMessageCount == 0)
+        #expect(try await carol.message(hello.id)?.isUnread == false)
+        await #expect(throws: WeftError.notAParticipant) { try await carol.markAsRead(hello.id) }
+        await #expect(throws: WeftError.notAParticipant) { try await carol.markAllMessagesAsRead(in: group.id) }
+
+        // Added back, what she had not read is unread again, and she can read it.
+        try await alice.addParticipants([await carol.localUser], to: group.id)
+        clock.advance(10)
+        try await sync(alice, to: carol)
+        #expect(try await carol.conversation(group.id)?.unreadMessageCount == 1)
+        try await carol.markAsRead(hello.id)
+        #expect(try await carol.conversation(group.id)?.unreadMessageCount == 0)
+    }
+
     @Test("identifiers are weft:/// URLs that round-trip; others are refused")
     func identifiers() async throws {
         let alice = try makeClient()

@@ -7,12 +7,16 @@ struct WeftCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "weft",
         abstract: "A peer-to-peer messaging mesh node.",
+        version: "weft \(weftVersion) (protocol: SPEC.md §1–16)",
         subcommands: [
             InitCommand.self, IdCommand.self, NodeCommand.self, ConvCommand.self, SendCommand.self, MessagesCommand.self,
             ReadCommand.self, WaitCommand.self, WatchCommand.self, PeersCommand.self, StatusCommand.self, DemoCommand.self,
         ]
     )
 }
+
+/// This build's version, as `weft --version` prints it.
+let weftVersion = "0.3.0"
 
 /// A command whose work is asynchronous. (ArgumentParser's own async entry point would add
 /// a usage block to every error; `main.swift` calls `execute()` instead.)

@@ -5,6 +5,10 @@ import Foundation
 // non-zero, without ArgumentParser's usage block after it; --help still prints help.
 // A reader that goes away makes writes fail with EPIPE (handled by `say`), not kill weft.
 signal(SIGPIPE, SIG_IGN)
+if let unknown = CommandSuggestion.unknownCommand(in: Array(CommandLine.arguments.dropFirst())) {
+    warn(unknown)
+    exit(64)  // EX_USAGE, as ArgumentParser's own usage errors
+}
 do {
     var command = try WeftCommand.parseAsRoot()
     if let asyncCommand = command as? AsyncCommand {

@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+
+/// Input as a newcomer types it: mistyped commands, standard input, a MIME type without its
+/// slash, a directory where a file belongs, `--version`. Real `weft` processes.
+@Suite("the CLI's input: suggestions, standard input, mistakes in --file", .serialized, .timeLimit(.minutes(3)))
+struct NewcomerInputTests {
+    @Test("a mistyped command names the nearest one, at the top level and under conv", arguments: [
+        (["sned"], "\"sned\" is not a command of weft. Did you mean \"weft send\"?"),
+        (["stauts", "--json"], "\"stauts\" is not a command of weft. Did you mean \"weft status\"?"),
+        (["conv", "shwo"], "\"shwo\" is not a command of weft conv. Did you mean \"weft conv show\"?"),
+        (["zzzzzz"], "\"zzzzzz\" is not a command of weft. Run \"weft --help\" for the list."),
+    ])
+    func suggestions(arguments: [String], sentence: String) async throws {
+        let result = try await weft(arguments)
+        #expect(result.status == 64)
+        #expect(result.stderr == "weft: \(sentence)\n")
+    }
+
+    @Test("--version prints the version")
+    func version() async throws {
+        let result = try await weft(["--version"])
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix("weft 0."), "\(result.stdout)")
+    }
+
+    @Test("--file with a MIME type missing its slash, or a directory, is refused with what to do")
+    func fileMistakes() async throws {
+        let dir = try TemporaryDirectory()
+        let note = try dir.write("note.txt", "hello\n")
+        let conversation = String(repeating: "ab", count: 16)
+        let home = dir.path("nohome")
+        let slashless = try await weft(["send", "--home", home, conversation, "--file", "\(note):textplain"])
+        #expect(slashless.status == 1)
+        #expect(slashless.stderr == "weft: The MIME type \"textplain\" after \(note) has no slash: write it as type/subtype, for example text/plain.\n")
+        let directory = try await weft(["send", "--home", home, conversation, "--file", dir.path("")])
+        #expect(directory.status == 1)
+        #expect(directory.stderr.hasSuffix(" is a directory: --file takes a file.\n"), "\(directory.stderr)")
+        let twice = try await weft(["send", "--home", home, conversation, "--text", "-", "--file", "-"])
+        #expect(twice.status == 64)
+        #expect(twice.stderr.contains("Only one part can be read from standard input (-)."), "\(twice.stderr)")
+    }
+
+    @Test("--text - and --file - read standard input")
+    func standardInput() async throws {
+        let dir = try TemporaryDirectory()
+        let alice = try await RunningNode(dir, "alice")
+        let bob = try await RunningNode(dir, "bob", meshKeyFrom: alice)
+        try await alice.start()
+        defer { alice.process?.terminate() }
+        let conversation = try await alice.ok("conv new", arguments: [try await bob.userID()])
+        let text = try await PipeAndWatchTests.bash("echo 'from a pipe' | \"$WEFT\" send --home '\(alice.home)' \(conversation) --text -")
+        #expect(text.status == 0, "\(text.stderr)")
+        let file = try await PipeAndWatchTests.bash("printf 'a,b\\n1,2\\n' | \"$WEFT\" send --home '\(alice.home)' \(conversation) --file=-:text/csv")
+        #expect(file.status == 0, "\(file.stderr)")
+        let messages = try #require(try await alice.json("msgs", arguments: [conversation]) as? [[String: Any]])
+        let parts = messages.compactMap { ($0["parts"] as? [[String: Any]])?.first }
+        #expect(parts.map { $0["mimeType"] as? String } == ["text/plain", "text/csv"])
+        #expect(parts.first?["text"] as? String == "from a pipe", "one trailing newline dropped")
+        #expect(parts.last?["size"] as? Int == 8)
+    }
+}

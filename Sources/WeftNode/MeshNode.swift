@@ -257,14 +257,19 @@ public final class MeshNode: Service, Sendable {
                 }
             }
             guard let listen = configuration.listenAddress else { return }
-            let listener = try await ServerBootstrap(group: self.group)
-                .serverChannelOption(.backlog, value: 256)
-                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-                .childChannelOption(.writeBufferWaterMark, value: Self.writeBufferWaterMark)
-                .bind(host: listen.host, port: listen.port) { channel in
-                    channel.eventLoop.makeCompletedFuture { try self.connection(on: channel, role: .responder) }
-                }
+            let listener: NIOAsyncChannel<NIOAsyncChannel<PeerChannelEvent, ByteBuffer>, Never>
+            do {
+                listener = try await ServerBootstrap(group: self.group)
+                    .serverChannelOption(.backlog, value: 256)
+                    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                    .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                    .childChannelOption(.writeBufferWaterMark, value: Self.writeBufferWaterMark)
+                    .bind(host: listen.host, port: listen.port) { channel in
+                        channel.eventLoop.makeCompletedFuture { try self.connection(on: channel, role: .responder) }
+                    }
+            } catch {
+                throw ListenError(address: listen, underlying: error)
+            }
             if let address = listener.channel.localAddress {
                 logger.info("listening on \(address)")
                 group.addTask { await self.report(.listening(address)) }
@@ -494,5 +499,30 @@ public final class MeshNode: Service, Sendable {
         } catch {
             throw .connectionClosed
         }
+    }
+}
+
+/// Why a node could not listen on its address, in one sentence that says what to do.
+public struct ListenError: Error, CustomStringConvertible {
+    public let address: PeerAddress
+    public let underlying: any Error
+
+    public var description: String {
+        if let error = underlying as? IOError {
+            switch error.errnoCode {
+            case EADDRINUSE:
+                return "Cannot listen on \(address): the port is in use (by another node or program); choose another with --listen HOST:PORT, or port 0 for a free one."
+            case EADDRNOTAVAIL:
+                return "Cannot listen on \(address): \(address.host) is not an address of this machine."
+            case EACCES:
+                return "Cannot listen on \(address): ports below 1024 need root; choose a higher port."
+            default:
+                return "Cannot listen on \(address): \(String(cString: strerror(error.errnoCode)))."
+            }
+        }
+        if underlying is SocketAddressError.UnknownHost || underlying is SocketAddressError {
+            return "Cannot listen on \(address): there is no host \(address.host) (give an IP address, or a name this machine resolves)."
+        }
+        return "Cannot listen on \(address): \(underlying)."
     }
 }

@@ -25,8 +25,16 @@ struct NodeCommand: AsyncCommand {
     @Option(name: .customLong("peer"), help: "A peer to dial, host:port (repeatable).", transform: parseAddress)
     var peers: [PeerAddress] = []
 
-    @Option(help: "Find the mesh's other nodes on the LAN over multicast DNS, and be found: on or off.")
-    var discovery: DiscoverySwitch = .on
+    @Option(help: "Find the mesh's other nodes on the LAN over multicast DNS, and be found: on or off. (default: on, but off with a loopback --listen, which nobody on the LAN can dial)")
+    var discovery: DiscoverySwitch?
+
+    /// Discovery as asked for, or as the listening address makes sensible.
+    var discoveryIsOn: Bool { discovery.map { $0 == .on } ?? !(listen.map { Self.isLoopback($0.host) } ?? false) }
+
+    /// Whether `host` names this machine's loopback (127.0.0.0/8, ::1, localhost).
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+    }
 
     @Option(name: .customLong("discovery-interface"), help: "An interface to run discovery on (repeatable; default: every one with IPv4 and multicast but loopback).")
     var discoveryInterfaces: [String] = []
@@ -54,7 +62,7 @@ struct NodeCommand: AsyncCommand {
             throw ValidationError("--idle-timeout must be longer than --ping-interval, and both positive.")
         }
         guard timeToLive > 0, timeToLive <= Int(UInt32.max) else { throw ValidationError("--ttl must be from 1 to 4294967295 seconds.") }
-        guard discovery == .on || discoveryInterfaces.isEmpty else {
+        guard discoveryIsOn || discoveryInterfaces.isEmpty else {
             throw ValidationError("--discovery-interface needs --discovery on.")
         }
         guard retentionDays > 0, retentionDays <= 36500 else { throw ValidationError("--retention-days must be from 1 to 36500.") }
@@ -63,6 +71,9 @@ struct NodeCommand: AsyncCommand {
     func execute() async throws {
         bootstrapLogging(level: logLevel)
         let logger = Logger(label: "weft.node")
+        if discovery == nil, !discoveryIsOn, let listen {
+            warn("LAN discovery is off: \(listen.host) is loopback, which nobody on the LAN can dial (listen on 0.0.0.0 or a LAN address to be found)")
+        }
         let nodeHome = home.nodeHome
         // First the lock: a second node on this home stops here, before any passphrase.
         _ = try nodeHome.publicIdentity()
@@ -79,10 +90,10 @@ struct NodeCommand: AsyncCommand {
                 home: nodeHome,
                 node: .init(
                     identity: identity, meshKey: try nodeHome.meshKey(), displayName: nodeHome.displayName(),
-                    listenAddress: listen ?? PeerAddress(host: discovery == .on ? "0.0.0.0" : "127.0.0.1", port: 0), peers: peers,
+                    listenAddress: listen ?? PeerAddress(host: discoveryIsOn ? "0.0.0.0" : "127.0.0.1", port: 0), peers: peers,
                     policy: ChannelPolicy(pingInterval: .seconds(Int64(pingInterval)), idleTimeout: .seconds(Int64(idleTimeout)))),
                 timeToLive: .seconds(timeToLive), retentionDays: retentionDays,
-                discoveryInterfaces: discovery == .on ? discoveryInterfaces : nil),
+                discoveryInterfaces: discoveryIsOn ? discoveryInterfaces : nil),
             lock: lock, logger: logger,
             onReady: { address in say("listening on \(address)") })
         logger.info("node \(identity.publicKey) (\(nodeHome.displayName())) starting; control socket \(nodeHome.controlSocket.path)")

@@ -19,6 +19,9 @@ struct NodeOptions: ParsableArguments {
             return try await ControlClient.withConnection(socketPath: nodeHome.controlSocket.path, body)
         } catch ControlClientError.noNode {
             let path = nodeHome.directory.path
+            guard nodeHome.exists else {
+                throw CLIError("\(path) holds no Weft identity, so no node runs there; create one with `weft init --home \(path)`, then start it with `weft node --home \(path)`")
+            }
             throw CLIError("no node is running on \(path); start one with `weft node --home \(path)`")
         } catch let failure as ControlFailure {
             throw CLIError(failure.message)

@@ -59,4 +59,27 @@ struct NewcomerInputTests {
         #expect(parts.first?["text"] as? String == "from a pipe", "one trailing newline dropped")
         #expect(parts.last?["size"] as? Int == 8)
     }
+
+    @Test("a loopback --listen turns discovery off and says so; a port in use and a home without an identity each get one sentence")
+    func startingMistakes() async throws {
+        let dir = try TemporaryDirectory()
+        let alice = try await RunningNode(dir, "alice")
+        let bob = try await RunningNode(dir, "bob", meshKeyFrom: alice)
+        // No --discovery: a loopback listener turns it off (it used to be refused).
+        let node = try ChildProcess(["node", "--home", alice.home, "--listen", "127.0.0.1:0"])
+        defer { node.terminate() }
+        let output = try await node.waitFor("listening on ")
+        let address = String(try #require(lines(output).first { $0.hasPrefix("listening on ") }).dropFirst("listening on ".count))
+        #expect(node.stderr.contains("weft: LAN discovery is off: 127.0.0.1 is loopback"), "\(node.stderr)")
+
+        let taken = try await weft(["node", "--home", bob.home, "--listen", address])
+        #expect(taken.status == 1)
+        #expect(lines(taken.stderr).last == "weft: Cannot listen on \(address): the port is in use (by another node or program); choose another with --listen HOST:PORT, or port 0 for a free one.")
+        // (An unknown host is not tried here: resolving one would ask the machine's DNS
+        // resolver, off loopback.)
+        let empty = dir.path("empty")
+        let status = try await weft(["status", "--home", empty])
+        #expect(status.status == 1)
+        #expect(status.stderr == "weft: \(empty) holds no Weft identity, so no node runs there; create one with `weft init --home \(empty)`, then start it with `weft node --home \(empty)`\n")
+    }
 }

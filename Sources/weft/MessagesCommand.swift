@@ -1,3 +1,4 @@
+import Foundation
 import ArgumentParser
 import WeftControl
 import WeftModel
@@ -12,9 +13,41 @@ struct MessagesCommand: AsyncCommand {
     @OptionGroup var options: NodeOptions
     @Argument(help: "The conversation.") var conversation: String
 
+    @Option(help: "Only the last N messages (in conversation order).")
+    var limit: Int?
+
+    @Option(help: "Only messages sent at or after TIME: an ISO 8601 date or time (2026-11-26, 2026-11-26T17:00:00Z), or milliseconds since 1970.")
+    var since: String?
+
+    @Flag(help: "Only messages the local user has not read.")
+    var unread = false
+
+    func validate() throws {
+        if let limit, limit < 1 { throw ValidationError("--limit must be at least 1.") }
+        if let since, Self.milliseconds(since) == nil {
+            throw ValidationError("--since takes an ISO 8601 date or time (2026-11-26, 2026-11-26T17:00:00Z) or milliseconds since 1970, not \"\(since)\".")
+        }
+    }
+
+    /// `TIME` as milliseconds since 1970: digits as they are, else an ISO 8601 time with a zone,
+    /// else a date (its midnight, UTC).
+    static func milliseconds(_ time: String) -> UInt64? {
+        if let value = UInt64(time) { return value }
+        let full = ISO8601DateFormatter()
+        full.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let plain = ISO8601DateFormatter()
+        let day = ISO8601DateFormatter()
+        day.formatOptions = [.withFullDate]
+        guard let date = full.date(from: time) ?? plain.date(from: time) ?? day.date(from: time) else { return nil }
+        return UInt64(max(0, date.timeIntervalSince1970 * 1000))
+    }
+
     func execute() async throws {
         let id = try parseConversation(conversation)
-        let (messages, users) = try await options.withNode { node in (try await node.allMessages(in: id), try await node.users()) }
+        var (messages, users) = try await options.withNode { node in (try await node.allMessages(in: id), try await node.users()) }
+        if let since, let start = Self.milliseconds(since) { messages.removeAll { $0.sentAt.milliseconds < start } }
+        if unread { messages.removeAll { !$0.isUnread } }
+        if let limit, messages.count > limit { messages.removeFirst(messages.count - limit) }
         if options.json { return try printJSON(messages.map(\.json)) }
         let names = Dictionary(users.map { ($0.user, $0.displayName) }, uniquingKeysWith: { _, last in last })
         for message in messages {

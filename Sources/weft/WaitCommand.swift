@@ -13,7 +13,7 @@ struct WaitCommand: AsyncCommand {
     @Argument(help: "A conversation or message identifier (hex or weft:/// URL).") var identifier: String
 
     @Option(help: "Seconds to wait, at most 86400.")
-    var timeout: Double
+    var timeout: Double = 60
 
     func validate() throws {
         guard timeout >= 0, timeout <= 86400 else { throw ValidationError("--timeout must be from 0 to 86400 seconds.") }

@@ -82,4 +82,29 @@ struct NewcomerInputTests {
         #expect(status.status == 1)
         #expect(status.stderr == "weft: \(empty) holds no Weft identity, so no node runs there; create one with `weft init --home \(empty)`, then start it with `weft node --home \(empty)`\n")
     }
+
+    @Test("msgs --limit, --since and --unread pick messages; wait needs no --timeout")
+    func messageFilters() async throws {
+        let dir = try TemporaryDirectory()
+        let alice = try await RunningNode(dir, "alice")
+        let bob = try await RunningNode(dir, "bob", meshKeyFrom: alice)
+        try await alice.start()
+        defer { alice.process?.terminate() }
+        let conversation = try await alice.ok("conv new", arguments: [try await bob.userID()])
+        var sent: [String] = []
+        for text in ["one", "two", "three"] { sent.append(try await alice.ok("send", arguments: [conversation, "--text", text])) }
+        func ids(_ arguments: [String]) async throws -> [String] {
+            try #require(try await alice.json("msgs", arguments: [conversation] + arguments) as? [[String: Any]]).compactMap { $0["id"] as? String }
+        }
+        #expect(try await ids([]) == sent)
+        #expect(try await ids(["--limit", "2"]) == Array(sent.suffix(2)))
+        #expect(try await ids(["--since", "1970-01-02"]) == sent)
+        #expect(try await ids(["--since", "2999-01-01T00:00:00Z"]).isEmpty)
+        #expect(try await ids(["--unread"]).isEmpty, "the local user's own messages are never unread")
+        let bad = try await alice.run(["msgs"], [conversation, "--since", "yesterday"])
+        #expect(bad.status == 64)
+        #expect(bad.stderr.contains("--since takes an ISO 8601 date or time"), "\(bad.stderr)")
+        // No --timeout: the default applies, and what exists is found at once.
+        #expect(try await alice.ok("wait", arguments: [sent[0]]) == sent[0])
+    }
 }

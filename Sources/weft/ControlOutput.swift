@@ -14,6 +14,15 @@ func printJSON(_ value: Any) throws {
     say(String(decoding: data, as: UTF8.self))
 }
 
+/// What a command that changes something did: one line, or with `--json` one object.
+func report(_ object: [String: Any], _ line: String, json: Bool) {
+    if json, let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) {
+        say(String(decoding: data, as: UTF8.self))
+    } else {
+        say(line)
+    }
+}
+
 /// An ISO 8601 time (UTC, milliseconds) for text output.
 func timeText(milliseconds: UInt64) -> String {
     let formatter = ISO8601DateFormatter()

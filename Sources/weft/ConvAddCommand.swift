@@ -12,9 +12,13 @@ struct ConvAddCommand: AsyncCommand {
 
     func execute() async throws {
         let id = try parseConversation(conversation)
-        try await options.withNode { node in
+        let users = try await options.withNode { node in
             let users = try await resolveParticipants(participants) { try await node.users() }
             try await node.perform(.addParticipants(users, to: id))
+            return users
         }
+        report(
+            ["conversation": id.hex, "added": users.map(\.description)],
+            "added \(users.map(\.description).joined(separator: ", ")) to \(id.hex)", json: options.json)
     }
 }

@@ -13,9 +13,13 @@ struct ConvRemoveCommand: AsyncCommand {
 
     func execute() async throws {
         let id = try parseConversation(conversation)
-        try await options.withNode { node in
+        let users = try await options.withNode { node in
             let users = try await resolveParticipants(participants) { try await node.users() }
             try await node.perform(.removeParticipants(users, from: id))
+            return users
         }
+        report(
+            ["conversation": id.hex, "removed": users.map(\.description)],
+            "removed \(users.map(\.description).joined(separator: ", ")) from \(id.hex)", json: options.json)
     }
 }

@@ -15,7 +15,14 @@ struct ReadCommand: AsyncCommand {
     @Argument(help: "The message (or with --all, the conversation).") var identifier: String
 
     func execute() async throws {
-        let request: ControlRequest = all ? .markAllRead(try parseConversation(identifier)) : .markRead(try parseMessage(identifier))
-        try await options.withNode { node in try await node.perform(request) }
+        if all {
+            let conversation = try parseConversation(identifier)
+            try await options.withNode { node in try await node.perform(.markAllRead(conversation)) }
+            report(["read": "all", "conversation": conversation.hex], "marked every message of \(conversation.hex) read", json: options.json)
+        } else {
+            let message = try parseMessage(identifier)
+            try await options.withNode { node in try await node.perform(.markRead(message)) }
+            report(["read": "message", "message": message.hex], "marked \(message.hex) read", json: options.json)
+        }
     }
 }

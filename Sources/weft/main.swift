@@ -21,6 +21,14 @@ do {
     if code == .success {
         WeftCommand.exit(withError: error)
     }
-    warn(WeftCommand.message(for: error))
+    let sentence = WeftCommand.message(for: error)
+    // With --json, the error is a JSON object on standard error, as the output is on standard output.
+    if CommandLine.arguments.contains("--json"),
+        let data = try? JSONSerialization.data(withJSONObject: ["error": sentence], options: [.withoutEscapingSlashes])
+    {
+        _ = StandardOutput.write(String(decoding: data, as: UTF8.self) + "\n", to: STDERR_FILENO)
+    } else {
+        warn(sentence)
+    }
     exit(code.rawValue)
 }

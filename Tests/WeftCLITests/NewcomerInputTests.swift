@@ -106,5 +106,21 @@ struct NewcomerInputTests {
         #expect(bad.stderr.contains("--since takes an ISO 8601 date or time"), "\(bad.stderr)")
         // No --timeout: the default applies, and what exists is found at once.
         #expect(try await alice.ok("wait", arguments: [sent[0]]) == sent[0])
+
+        // Commands that change something say what they did, as JSON with --json.
+        let read = try #require(try await alice.json("read", arguments: [sent[0]]) as? [String: String])
+        #expect(read == ["read": "message", "message": sent[0]])
+        #expect(try await alice.ok("read", arguments: ["--all", conversation]) == "marked every message of \(conversation) read")
+        let carol = try await RunningNode(dir, "carol", meshKeyFrom: alice)
+        let carolID = try await carol.userID()
+        let added = try #require(try await alice.json("conv add", arguments: [conversation, carolID]) as? [String: Any])
+        #expect(added["added"] as? [String] == [carolID])
+        #expect(try await alice.ok("conv remove", arguments: [conversation, carolID]) == "removed \(carolID) from \(conversation)")
+        // An error with --json is a JSON object on standard error.
+        let unknown = String(repeating: "cd", count: 16)
+        let failed = try await alice.run(["msgs"], [unknown, "--json"])
+        #expect(failed.status == 1)
+        let error = try #require(try JSONSerialization.jsonObject(with: Data(failed.stderr.utf8)) as? [String: String])
+        #expect(error["error"]?.hasPrefix("There is no conversation") == true, "\(failed.stderr)")
     }
 }

@@ -98,7 +98,12 @@ final class PeerChannelHandler: ChannelDuplexHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         stopTimers()
-        if let end = machine.connectionClosed() ?? untoldEnd { ended(end, context: context) }
+        let wasHandshaking = machine.isHandshaking
+        if let end = machine.connectionClosed() {
+            ended(end, context: context, hungUpMidHandshake: wasHandshaking)
+        } else if let end = untoldEnd {
+            ended(end, context: context)
+        }
         context.fireChannelInactive()
     }
 
@@ -231,12 +236,18 @@ final class PeerChannelHandler: ChannelDuplexHandler {
         write.assumeIsolated().whenComplete { _ in bound.value.close(promise: nil) }
     }
 
-    private func ended(_ end: ConnectionEnd, context: ChannelHandlerContext) {
+    /// - Parameter hungUpMidHandshake: the peer closed TCP while the handshake messages were
+    ///   being exchanged.
+    private func ended(_ end: ConnectionEnd, context: ChannelHandlerContext, hungUpMidHandshake: Bool = false) {
         untoldEnd = nil
-        switch end.kind {
-        case .localClose, .peerClosed:
+        if end.kind == .localClose || end.kind == .peerClosed {
             logger.info("connection closed: \(end)")
-        default:
+        } else if hungUpMidHandshake {
+            // Routine: the peer stopped, or dropped a connection that crossed one of its own
+            // to this node. (Hanging up on our final message, a mesh key mismatch, stays a
+            // warning: that state is past the handshake messages.)
+            logger.notice("connection closed: \(end)")
+        } else {
             logger.warning("connection closed: \(end)")
         }
         context.fireChannelRead(wrapInboundOut(.ended(end)))

@@ -106,6 +106,9 @@ public struct ConnectionStateMachine: Sendable {
 
     public var isEstablished: Bool { peer != nil }
     public var isClosed: Bool { if case .closed = state { true } else { false } }
+    /// Whether the handshake messages are being exchanged (the preambles were): a peer that
+    /// hangs up now has said nothing wrong, unlike one that hangs up on our final message.
+    public var isHandshaking: Bool { if case .handshaking = state { true } else { false } }
 
     // MARK: - Events from the owner
 

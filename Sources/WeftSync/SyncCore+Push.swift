@@ -12,8 +12,10 @@ extension SyncCore {
     mutating func stored(_ outcome: StoreOutcome) {
         removalRule.update(outcome.memberships)
         var newlyPublished: Set<ConversationID> = []
-        var storedPerLog: [ConversationID: Int] = [:]
-        for signed in outcome.stored { storedPerLog[signed.operation.conversation, default: 0] += 1 }
+        var storedPerLog: [ConversationID: Int] = outcome.storedPerLog ?? [:]
+        if outcome.storedPerLog == nil {
+            for signed in outcome.stored { storedPerLog[signed.operation.conversation, default: 0] += 1 }
+        }
         var released = 0
         for summary in outcome.summaries {
             let conversation = summary.conversation

@@ -98,6 +98,10 @@ public struct StoreOutcome: Sendable {
     /// each merge group that holds a removal and that this commit changed the membership of
     /// (`Replica.membershipFacts(forGroupsOf:)`). Empty when none changed.
     public var memberships: [LogMembership] = []
+    /// How many operations the whole commit stored per log, when the commit is reported in
+    /// several outcomes (one per source) and this one carries its summaries: heads that moved
+    /// further than these released pending operations. Nil: counted from `stored`.
+    public var storedPerLog: [ConversationID: Int]?
 
     public init(
         summaries: [LogSummary], stored: [SignedOperation], duplicates: Int = 0, pending: Int = 0,

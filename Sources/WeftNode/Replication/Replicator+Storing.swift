@@ -153,6 +153,10 @@ extension Replicator {
         if !result.isEmpty {
             result[0].summaries = applied.summaries
             result[0].memberships = applied.memberships
+            // The summaries' heads moved by everything the commit stored, whoever sent it.
+            var perLog: [ConversationID: Int] = [:]
+            for signed in applied.storedOperations { perLog[signed.operation.conversation, default: 0] += 1 }
+            result[0].storedPerLog = perLog
         }
         let local = applied.storedOperations.filter { !taken.contains($0.id) }
         if !local.isEmpty { result.append(StoreOutcome(summaries: [], stored: local)) }

@@ -56,7 +56,7 @@ extension MessageRecord {
                 object["data"] = part.inlineData.isEmpty && part.size > 0 ? NSNull() : Data(part.inlineData).base64EncodedString()
                 return object
             },
-            "recipients": recipients.map { ["user": "\($0.user)", "status": "\($0.status)", "reason": $0.reason] },
+            "recipients": recipients.map { ["user": "\($0.user)", "status": "\($0.status)", "reason": nonEmpty($0.reason)] },
         ]
     }
 }
@@ -72,7 +72,7 @@ extension MessageRecord.Part {
 extension PeerRecord {
     var json: [String: Any] {
         [
-            "user": "\(user)", "displayName": displayName, "address": address, "origin": "\(origin)",
+            "user": "\(user)", "displayName": nonEmpty(displayName), "address": nonEmpty(address), "origin": "\(origin)",
             "connectedAt": connectedAt,
             "holdings": holdings.map { ["conversations": $0.conversations, "operations": $0.operations] as [String: Any] } ?? NSNull(),
         ]
@@ -82,7 +82,7 @@ extension PeerRecord {
 extension NodeStatus {
     var json: [String: Any] {
         [
-            "user": "\(user)", "displayName": displayName, "listenAddress": listenAddress, "startedAt": startedAt,
+            "user": "\(user)", "displayName": nonEmpty(displayName), "listenAddress": nonEmpty(listenAddress), "startedAt": startedAt,
             "connectedPeers": connectedPeers, "conversations": conversations, "unsentMessages": unsentMessages,
             "timeToLiveSeconds": timeToLiveSeconds, "retentionDays": retentionDays, "replicating": isReplicating,
             "heldOperations": orNull(heldOperations), "unsyncedOperations": orNull(unsyncedOperations),
@@ -95,11 +95,14 @@ extension ControlEvent {
     var json: [String: Any] {
         switch self {
         case .conversation(let kind, let id, let property):
-            ["type": "conversation", "change": "\(kind)", "conversation": id.hex, "property": property]
+            ["type": "conversation", "change": "\(kind)", "conversation": id.hex, "property": nonEmpty(Self.fieldName(property))]
         case .message(let kind, let id, let conversation, let property):
-            ["type": "message", "change": "\(kind)", "message": id.hex, "conversation": conversation?.hex ?? NSNull(), "property": property]
+            [
+                "type": "message", "change": "\(kind)", "message": id.hex, "conversation": conversation?.hex ?? NSNull(),
+                "property": nonEmpty(Self.fieldName(property)),
+            ]
         case .delivery(let message, let recipient, let status, let reason):
-            ["type": "delivery", "message": message.hex, "recipient": "\(recipient)", "status": "\(status)", "reason": reason]
+            ["type": "delivery", "message": message.hex, "recipient": "\(recipient)", "status": "\(status)", "reason": nonEmpty(reason)]
         case .missed(let count):
             ["type": "missed", "batches": count]
         }
@@ -108,9 +111,9 @@ extension ControlEvent {
     var text: String {
         switch self {
         case .conversation(let kind, let id, let property):
-            "conversation \(kind) \(id.hex)\(property.isEmpty ? "" : " \(property)")"
+            "conversation \(kind) \(id.hex)\(property.isEmpty ? "" : " \(Self.fieldName(property))")"
         case .message(let kind, let id, let conversation, let property):
-            "message \(kind) \(id.hex)\(conversation.map { " in \($0.hex)" } ?? "")\(property.isEmpty ? "" : " \(property)")"
+            "message \(kind) \(id.hex)\(conversation.map { " in \($0.hex)" } ?? "")\(property.isEmpty ? "" : " \(Self.fieldName(property))")"
         case .delivery(let message, let recipient, let status, let reason):
             "delivery \(message.hex) \(recipient) \(status)\(reason.isEmpty ? "" : ": \(reason)")"
         case .missed(let count):
@@ -118,6 +121,24 @@ extension ControlEvent {
         }
     }
 }
+
+extension ControlEvent {
+    /// A changed property as the record's JSON field is named (README): the node names the
+    /// API's properties (`totalMessageCount`), the records say `messageCount`.
+    static func fieldName(_ property: String) -> String {
+        switch property {
+        case "totalMessageCount": "messageCount"
+        case "unreadMessageCount": "unreadCount"
+        case "mergedIdentifiers": "merged"
+        case "isDistinct": "distinct"
+        case "recipientStatus": "recipients"
+        default: property
+        }
+    }
+}
+
+/// JSON null for an empty text: "no value" reads as null, never as "".
+func nonEmpty(_ text: String) -> Any { text.isEmpty ? NSNull() : text }
 
 /// "unknown" for what the node cannot tell (it does not replicate yet).
 func countText(_ value: UInt64?) -> String { value.map { "\($0)" } ?? "unknown" }

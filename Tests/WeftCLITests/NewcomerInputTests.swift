@@ -123,4 +123,32 @@ struct NewcomerInputTests {
         let error = try #require(try JSONSerialization.jsonObject(with: Data(failed.stderr.utf8)) as? [String: String])
         #expect(error["error"]?.hasPrefix("There is no conversation") == true, "\(failed.stderr)")
     }
+
+    @Test("JSON names a changed property as the record does, and an empty value is null")
+    func jsonNames() async throws {
+        let dir = try TemporaryDirectory()
+        let alice = try await RunningNode(dir, "alice")
+        let bob = try await RunningNode(dir, "bob", meshKeyFrom: alice)
+        try await alice.start()
+        defer { alice.process?.terminate() }
+        let conversation = try await alice.ok("conv new", arguments: [try await bob.userID()])
+        let watcher = try ChildProcess(["watch", "--home", alice.home, "--json"])
+        defer { watcher.terminate() }
+        try await watcher.waitFor("weft: watching the node on", inStderr: true)
+        _ = try await alice.ok("send", arguments: [conversation, "--text", "hi"])
+        var properties: Set<String> = []
+        try await eventually("the watcher sees the conversation's count change") {
+            properties = Set(watcher.stdout.split(separator: "\n").compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["property"] as? String
+            })
+            return properties.contains("messageCount")
+        }
+        #expect(properties.isDisjoint(with: ["totalMessageCount", "unreadMessageCount", "mergedIdentifiers", ""]), "\(properties)")
+        let created = watcher.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .first { $0["change"] as? String == "create" }
+        #expect(created?["property"] is NSNull, "a creation names no property: null, not \"\"")
+        let messages = try #require(try await alice.json("msgs", arguments: [conversation]) as? [[String: Any]])
+        let recipient = try #require((messages.first?["recipients"] as? [[String: Any]])?.first)
+        #expect(recipient["reason"] is NSNull)
+    }
 }

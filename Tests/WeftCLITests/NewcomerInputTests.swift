@@ -151,4 +151,22 @@ struct NewcomerInputTests {
         let recipient = try #require((messages.first?["recipients"] as? [[String: Any]])?.first)
         #expect(recipient["reason"] is NSNull)
     }
+
+    @Test("wait --node returns once a starting node answers, and says so when none does in time")
+    func waitForNode() async throws {
+        let dir = try TemporaryDirectory()
+        let alice = try await RunningNode(dir, "alice")
+        let none = try await weft(["wait", "--node", "--home", alice.home, "--timeout", "0.3"])
+        #expect(none.status == 1)
+        #expect(none.stderr == "weft: No node answered on \(alice.home) within 0.3 seconds.\n")
+        // Started and waited for at once: the wait races the start and wins only once it answers.
+        let node = try ChildProcess(["node", "--home", alice.home, "--listen", "127.0.0.1:0"])
+        defer { node.terminate() }
+        let ready = try await weft(["wait", "--node", "--home", alice.home, "--timeout", "30"])
+        #expect(ready.status == 0, "\(ready.stderr)")
+        #expect(ready.stdout == "ready\n")
+        #expect(try await weft(["status", "--home", alice.home]).status == 0)
+        let both = try await weft(["wait", "--node", String(repeating: "ab", count: 16), "--home", alice.home])
+        #expect(both.status == 64)
+    }
 }

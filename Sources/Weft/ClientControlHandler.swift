@@ -33,13 +33,16 @@ public final class ClientControlHandler: ControlHandler {
     private let discovery: LANDiscovery?
     private let settings: Settings
     private let listenAddress = Mutex("")
+    /// Where CONNECT's addresses are kept across restarts; nil: not kept.
+    private let rememberedPeers: RememberedPeers?
 
     /// - Parameter node: the mesh node whose links the link requests change; without one they
     ///   are refused as not supported.
     public init(
         client: WeftClient, directory: PeerDirectory, settings: Settings, node: MeshNode? = nil,
-        replication: (any ReplicationReport)? = nil, discovery: LANDiscovery? = nil
+        replication: (any ReplicationReport)? = nil, discovery: LANDiscovery? = nil, rememberedPeers: RememberedPeers? = nil
     ) {
+        self.rememberedPeers = rememberedPeers
         self.client = client
         self.directory = directory
         self.settings = settings
@@ -220,7 +223,25 @@ public final class ClientControlHandler: ControlHandler {
         guard let peer = PeerAddress(address) else {
             throw ControlFailure(.invalidArgument, "\"\(address)\" is not host:port with a port from 0 to 65535.")
         }
-        try linkedNode().connect(to: peer)
+        let node = try linkedNode()
+        node.connect(to: peer)
+        do {
+            try rememberedPeers?.add(peer)
+        } catch {
+            throw ControlFailure(.storageFailed, "Dialing \(peer), but it will not be dialed after a restart: \(error)")
+        }
+    }
+
+    public func disconnect(from address: String) async throws(ControlFailure) {
+        guard let peer = PeerAddress(address) else {
+            throw ControlFailure(.invalidArgument, "\"\(address)\" is not host:port with a port from 0 to 65535.")
+        }
+        try linkedNode().disconnect(from: peer)
+        do {
+            try rememberedPeers?.remove(peer)
+        } catch {
+            throw ControlFailure(.storageFailed, "Disconnected from \(peer), but it may be dialed again after a restart: \(error)")
+        }
     }
 
     public func cut(_ peer: UserID) async throws(ControlFailure) { try linkedNode().cut(peer) }

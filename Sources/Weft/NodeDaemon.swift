@@ -85,6 +85,11 @@ public final class NodeDaemon: Service, Sendable {
         } else {
             discovery = nil
         }
+        // Peers added at run time before (CONNECT) are dialed again, as added ones.
+        let remembered = RememberedPeers(home: home)
+        let (addresses, unreadable) = remembered.load()
+        for line in unreadable { logger.warning("ignoring \"\(line)\" in \(remembered.file.path): it is not host:port") }
+        for address in addresses { node.connect(to: address, how: .added) }
         let directory = PeerDirectory(clock: Mailbox.systemClock)
         self.directory = directory
         var replication = ReplicationConfiguration()
@@ -98,7 +103,8 @@ public final class NodeDaemon: Service, Sendable {
             settings: .init(
                 displayName: configuration.node.displayName, timeToLive: configuration.timeToLive,
                 retentionDays: configuration.retentionDays, startedAt: Mailbox.systemClock()),
-            node: node, replication: ReplicatorReport(replicator: replicator), discovery: discovery)
+            node: node, replication: ReplicatorReport(replicator: replicator), discovery: discovery,
+            rememberedPeers: remembered)
         events.daemon = self
     }
 

@@ -36,6 +36,7 @@ public protocol ControlHandler: Sendable {
     /// Dials `address` (`host:port`) and keeps dialing it; a text that is not one is
     /// `invalidArgument`.
     func connect(to address: String) async throws(ControlFailure)
+    func disconnect(from address: String) async throws(ControlFailure)
     /// Closes the link to `peer` and refuses it until `heal(_:)`.
     func cut(_ peer: UserID) async throws(ControlFailure)
     /// Accepts a cut peer again; dialers of its address dial at once.
@@ -93,6 +94,9 @@ extension ControlHandler {
         case .statistics: return .statistics(try await statistics())
         case .connect(let address):
             try await connect(to: address)
+            return .done
+        case .disconnect(let address):
+            try await disconnect(from: address)
             return .done
         case .cut(let peer):
             try await cut(peer)

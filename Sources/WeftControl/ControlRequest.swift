@@ -29,6 +29,9 @@ public enum ControlRequest: Hashable, Sendable {
     case statistics
     /// Dial `host:port` and keep dialing it (a link added while running).
     case connect(address: String)
+    /// Stop dialing `host:port` (CONNECT's, or a remembered one) and close the connection with
+    /// the peer last found there.
+    case disconnect(address: String)
     /// Close the link to a peer and refuse it until HEAL (a partition in a test mesh).
     case cut(UserID)
     /// Accept a cut peer again and redial its address at once.
@@ -79,7 +82,7 @@ public enum ControlRequest: Hashable, Sendable {
         case conversations = 0x14, conversation = 0x15
         case send = 0x20, messages = 0x21, markRead = 0x22, markAllRead = 0x23, sendBatch = 0x24
         case wait = 0x30, watch = 0x31
-        case connect = 0x40, cut = 0x41, heal = 0x42
+        case connect = 0x40, cut = 0x41, heal = 0x42, disconnect = 0x43
     }
 
     public var kind: Kind {
@@ -103,6 +106,7 @@ public enum ControlRequest: Hashable, Sendable {
         case .watch: .watch
         case .statistics: .statistics
         case .connect: .connect
+        case .disconnect: .disconnect
         case .cut: .cut
         case .heal: .heal
         }
@@ -147,7 +151,7 @@ public enum ControlRequest: Hashable, Sendable {
         case .wait(let object, let timeout):
             object.write(into: &body)
             body.writeInteger(timeout)
-        case .connect(let address):
+        case .connect(let address), .disconnect(let address):
             body.writeControlText(address, limit: ControlConstants.maxShortTextByteCount)
         case .cut(let peer), .heal(let peer):
             body.writeBytes(peer.bytes)
@@ -229,6 +233,7 @@ public enum ControlRequest: Hashable, Sendable {
             let object = try ControlObjectID.read(from: &body)
             self = .wait(object, timeoutMilliseconds: try body.readU32("timeout"))
         case .connect: self = .connect(address: try body.readControlText("address", limit: ControlConstants.maxShortTextByteCount))
+        case .disconnect: self = .disconnect(address: try body.readControlText("address", limit: ControlConstants.maxShortTextByteCount))
         case .cut: self = .cut(try body.readUser("peer"))
         case .heal: self = .heal(try body.readUser("peer"))
         }

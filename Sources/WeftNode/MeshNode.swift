@@ -160,6 +160,15 @@ public final class MeshNode: Service, Sendable {
         waiter?.resume()
     }
 
+    /// Stops dialing `address` and closes the connection with the peer last found there, if it
+    /// is connected (with CLOSE, normal). A peer that dials this node is still accepted (`cut`
+    /// refuses it).
+    public func disconnect(from address: PeerAddress) {
+        let identity = registry.withLock { $0.dialTargets[address]?.identity }
+        forget(address)
+        if let identity { close(identity, reason: "the link was disconnected by this node's user") }
+    }
+
     /// Cuts the link to `peer`: closes its connection with CLOSE 4 and refuses it until
     /// `heal(_:)`.
     public func cut(_ peer: PublicIdentity) {

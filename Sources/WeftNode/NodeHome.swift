@@ -69,7 +69,7 @@ public struct NodeHome: Sendable {
     /// symbolic link), written, `fsync`ed, renamed over the target, then the directory
     /// `fsync`ed so the rename itself survives a power loss. A crash leaves the old file or
     /// the new one, and perhaps a stale temporary file, which the next write replaces.
-    private func write(_ bytes: [UInt8], to url: URL) throws(NodeHomeError) {
+    func write(_ bytes: [UInt8], to url: URL) throws(NodeHomeError) {
         let temporary = url.path + ".tmp"
         // A temporary file left by a crash is ours to replace; unlink never follows a link.
         if unlink(temporary) != 0 && errno != ENOENT {

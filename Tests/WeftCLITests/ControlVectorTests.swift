@@ -74,6 +74,7 @@ func request(from fields: [String: Any]) -> ControlRequest {
     case "WATCH": .watch
     case "STATISTICS": .statistics
     case "CONNECT": .connect(address: fields["address"] as! String)
+    case "DISCONNECT": .disconnect(address: fields["address"] as! String)
     case "CUT": .cut(user(fields["peer"]))
     case "HEAL": .heal(user(fields["peer"]))
     case let other: fatalError("no request \(other) in the vectors' vocabulary")

@@ -55,7 +55,7 @@ final class NamespaceLAN {
     func remove() {
         guard !removed else { return }
         removed = true
-        for ns in namespaces.reversed() { try? Self.run(["netns", "del", ns]) }
+        for ns in namespaces.reversed() { _ = try? Self.run(["netns", "del", ns]) }
     }
 
     deinit { remove() }

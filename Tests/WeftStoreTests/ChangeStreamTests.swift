@@ -95,7 +95,7 @@ struct ChangeStreamTests {
         _ = await replication.next()
 
         // A subscriber that reads messages: updated messages come back with their parts.
-        var full = store.changes().makeAsyncIterator()
+        let full = store.changes().makeAsyncIterator()
         #expect(store.subscribers.wantMessages)
         let second = try await mailbox.post(parts, in: conversation)
         #expect(try await store.markSent(among: [second.id]) == [second.id])

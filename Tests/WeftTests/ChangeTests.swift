@@ -15,9 +15,9 @@ struct ChangeTests {
         let changes = ChangeLog(alice)
 
         // Created apart: both make the distinct conversation.
-        let mine = try await alice.createConversation(with: [await bob.localUser])
+        let mine = try await alice.createConversation(with: [bob.localUser])
         clock.advance(5)
-        let theirs = try await bob.createConversation(with: [await alice.localUser])
+        let theirs = try await bob.createConversation(with: [alice.localUser])
         try await bob.send([.text("from bob")], in: theirs.id)
         try await changes.settle()
         #expect(changes.all.contains { $0.kind == .create && $0.object == .conversation(mine) })
@@ -52,7 +52,7 @@ struct ChangeTests {
         changes.clear()
 
         // A receipt from bob.
-        let bobUser = await bob.localUser
+        let bobUser = bob.localUser
         try await sync(alice, to: bob)
         try await bob.markAllMessagesAsRead(in: mine.id)
         try await sync(bob, to: alice)
@@ -69,7 +69,7 @@ struct ChangeTests {
         let clock = TestClock()
         let alice = try makeClient(clock: clock)
         let bob = try makeClient(clock: TestClock())  // bob's clock stays behind alice's
-        let conversation = try await alice.createConversation(with: [await bob.localUser])
+        let conversation = try await alice.createConversation(with: [bob.localUser])
         try await sync(alice, to: bob)
         let query = MessageQuery([Predicate(.conversation, .equal, .conversation(conversation.id))], sort: [SortDescriptor(.position)])
         var updates = alice.liveQuery(query).makeAsyncIterator()

@@ -44,7 +44,7 @@ struct ClientTests {
         let clock = TestClock()
         let alice = try makeClient(clock: clock)
         let bob = try makeClient(clock: clock)
-        let conversation = try await alice.createConversation(with: [await bob.localUser])
+        let conversation = try await alice.createConversation(with: [bob.localUser])
         let first = try await alice.send([.text("one")], in: conversation.id)
         let second = try await alice.send([.text("two")], in: conversation.id)
         try await alice.markSent(first.id)
@@ -56,18 +56,18 @@ struct ClientTests {
         #expect(atBob.isUnread)
         #expect(try await bob.conversation(conversation.id)?.unreadMessageCount == 2)
         try await sync(bob, to: alice)
-        #expect(try await alice.message(first.id)?.recipientStatus == [await bob.localUser: .delivered])
+        #expect(try await alice.message(first.id)?.recipientStatus == [bob.localUser: .delivered])
 
         try await bob.markAsRead(first.id)
         #expect(try await bob.conversation(conversation.id)?.unreadMessageCount == 1)
         try await sync(bob, to: alice)
-        #expect(try await alice.message(first.id)?.recipientStatus == [await bob.localUser: .read])
-        #expect(try await alice.message(second.id)?.recipientStatus == [await bob.localUser: .delivered])
+        #expect(try await alice.message(first.id)?.recipientStatus == [bob.localUser: .read])
+        #expect(try await alice.message(second.id)?.recipientStatus == [bob.localUser: .delivered])
 
         try await bob.markAllMessagesAsRead(in: conversation.id)
         #expect(try await bob.conversation(conversation.id)?.unreadMessageCount == 0)
         try await sync(bob, to: alice)
-        #expect(try await alice.message(second.id)?.recipientStatus == [await bob.localUser: .read])
+        #expect(try await alice.message(second.id)?.recipientStatus == [bob.localUser: .read])
     }
 
     @Test("a user removed from a group has nothing unread there: the count and the messages agree, and a read is refused")
@@ -76,14 +76,14 @@ struct ClientTests {
         let alice = try makeClient(clock: clock)
         let bob = try makeClient(clock: clock)
         let carol = try makeClient(clock: clock)
-        let group = try await alice.createConversation(with: [await bob.localUser, await carol.localUser], options: ConversationOptions(distinct: false))
+        let group = try await alice.createConversation(with: [bob.localUser, carol.localUser], options: ConversationOptions(distinct: false))
         let hello = try await alice.send([.text("hello")], in: group.id)
         clock.advance(10)
         try await sync(alice, to: carol)
         #expect(try await carol.conversation(group.id)?.unreadMessageCount == 1)
         #expect(try await carol.message(hello.id)?.isUnread == true)
 
-        try await alice.removeParticipants([await carol.localUser], from: group.id)
+        try await alice.removeParticipants([carol.localUser], from: group.id)
         clock.advance(10)
         try await sync(alice, to: carol)
         // Carol can no longer mark anything read there, so nothing stays unread for her; the
@@ -94,7 +94,7 @@ struct ClientTests {
         await #expect(throws: WeftError.notAParticipant) { try await carol.markAllMessagesAsRead(in: group.id) }
 
         // Added back, what she had not read is unread again, and she can read it.
-        try await alice.addParticipants([await carol.localUser], to: group.id)
+        try await alice.addParticipants([carol.localUser], to: group.id)
         clock.advance(10)
         try await sync(alice, to: carol)
         #expect(try await carol.conversation(group.id)?.unreadMessageCount == 1)
@@ -120,7 +120,7 @@ struct ClientTests {
     func waitForObject() async throws {
         let alice = try makeClient()
         let bob = try makeClient()
-        let conversation = try await alice.createConversation(with: [await bob.localUser])
+        let conversation = try await alice.createConversation(with: [bob.localUser])
         let message = try await alice.send([.text("soon")], in: conversation.id)
 
         await #expect(throws: WeftError.timedOut(WeftIdentifier.message(message.id).description)) {
@@ -161,7 +161,7 @@ struct ClientTests {
     func deletion() async throws {
         let alice = try makeClient()
         let bob = try makeClient()
-        let conversation = try await alice.createConversation(with: [await bob.localUser])
+        let conversation = try await alice.createConversation(with: [bob.localUser])
         let message = try await alice.send([.text("oops")], in: conversation.id)
         try await sync(alice, to: bob)
         await #expect(throws: WeftError.notPermitted("only the sender may delete a message")) { try await bob.delete(message.id) }
@@ -178,21 +178,21 @@ struct ClientTests {
         let alice = try makeClient(clock: clock)
         let bob = try makeClient(clock: clock)
         let carol = NodeIdentity.generate().publicKey
-        let conversation = try await alice.createConversation(with: [await bob.localUser], options: .init(metadata: ["title": "plans"]))
+        let conversation = try await alice.createConversation(with: [bob.localUser], options: .init(metadata: ["title": "plans"]))
         try await alice.addParticipants([carol], to: conversation.id)
         let withCarol = try #require(try await alice.conversation(conversation.id))
-        #expect(withCarol.participants == [await alice.localUser, await bob.localUser, carol])
+        #expect(withCarol.participants == [alice.localUser, bob.localUser, carol])
         #expect(!withCarol.isDistinct)
         #expect(withCarol.metadata == ["title": "plans"])
 
         try await alice.removeParticipants([carol], from: conversation.id)
-        #expect(try await alice.conversation(conversation.id)?.participants == [await alice.localUser, await bob.localUser])
+        #expect(try await alice.conversation(conversation.id)?.participants == [alice.localUser, bob.localUser])
         let message = try await alice.send(
             [.text("meet at 6")], options: MessageOptions(notificationText: "Alice: meet at 6", notificationSound: "chime"),
             in: conversation.id)
         #expect(message.status(for: carol) == .invalid)
-        #expect(message.status(for: await alice.localUser) == .invalid)
-        #expect(message.status(for: await bob.localUser) == .pending)
+        #expect(message.status(for: alice.localUser) == .invalid)
+        #expect(message.status(for: bob.localUser) == .pending)
 
         try await sync(alice, to: bob)
         let received = try #require(try await bob.message(message.id))
@@ -205,7 +205,7 @@ struct ClientTests {
         // Bob leaves; he can no longer write to it (what his last send found out about his
         // membership is forgotten when he leaves).
         try await bob.send([.text("bye")], in: conversation.id)
-        try await bob.removeParticipants([await bob.localUser], from: conversation.id)
+        try await bob.removeParticipants([bob.localUser], from: conversation.id)
         await #expect(throws: WeftError.notAParticipant) { try await bob.send([.text("still here?")], in: conversation.id) }
     }
 

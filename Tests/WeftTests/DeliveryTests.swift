@@ -56,8 +56,8 @@ struct DeliveryTests {
         let alice = try makeClient(clock: clock)
         let bob = try makeClient(clock: clock)
         let carol = try makeClient(clock: clock)
-        let bobUser = await bob.localUser
-        let carolUser = await carol.localUser
+        let bobUser = bob.localUser
+        let carolUser = carol.localUser
         let log = EventLog(alice)
         let conversation = try await alice.createConversation(with: [bobUser, carolUser])
         let message = try await alice.send([.text("hello")], in: conversation.id)

@@ -47,7 +47,7 @@ struct DriverStressTests {
             let alice = try Self.makeNode(
                 "alice", meshKey: meshKey, peers: [PeerAddress(host: address.ipAddress!, port: address.port!)], replication: replication)
             group.addTask { try await alice.run() }
-            let bobUser = await bob.client.localUser
+            let bobUser = bob.client.localUser
             try await Harness.eventually("alice connected to bob") { alice.node.isConnected(bobUser) }
             let conversation = try await alice.client.createConversation(with: [bobUser])
 

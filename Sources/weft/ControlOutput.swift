@@ -108,14 +108,15 @@ extension ControlEvent {
         }
     }
 
-    var text: String {
+    /// One line for a person, users named as `people` names them.
+    func text(_ people: People) -> String {
         switch self {
         case .conversation(let kind, let id, let property):
             "conversation \(kind) \(id.hex)\(property.isEmpty ? "" : " \(Self.fieldName(property))")"
         case .message(let kind, let id, let conversation, let property):
             "message \(kind) \(id.hex)\(conversation.map { " in \($0.hex)" } ?? "")\(property.isEmpty ? "" : " \(Self.fieldName(property))")"
         case .delivery(let message, let recipient, let status, let reason):
-            "delivery \(message.hex) \(recipient) \(status)\(reason.isEmpty ? "" : ": \(reason)")"
+            "delivery \(message.hex) to \(people.name(recipient)) \(status)\(reason.isEmpty ? "" : ": \(reason)")"
         case .missed(let count):
             "missed \(count) batches of changes; re-read the state"
         }

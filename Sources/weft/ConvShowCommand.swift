@@ -13,17 +13,18 @@ struct ConvShowCommand: AsyncCommand {
 
     func execute() async throws {
         let id = try parseConversation(conversation)
-        let (record, users) = try await options.withNode { node in (try await node.conversation(id), try await node.users()) }
+        let (record, people) = try await options.withNode { node in
+            (try await node.conversation(id), try await node.people(showIdentifiers: options.ids))
+        }
         if options.json { return try printJSON(record.json(requested: id)) }
-        let names = Dictionary(users.map { ($0.user, $0.displayName) }, uniquingKeysWith: { _, last in last })
         say("conversation: \(record.id.hex)")
         if record.id != id { say("merged into: \(record.id.hex) (you asked for \(id.hex))") }
         for merged in record.merged { say("merged: \(merged.hex)") }
-        say("creator: \(record.creator)")
+        say("creator: \(people.name(record.creator))")
         say("created: \(timeText(milliseconds: record.createdAt.milliseconds))")
         say("distinct: \(record.isDistinct ? "yes" : "no")")
         say("participants:")
-        for user in record.participants { say("  \(user)\(names[user].map { " (\($0))" } ?? "")") }
+        for user in record.participants { say("  \(people.name(user))") }
         if !record.metadata.isEmpty {
             say("metadata:")
             for (key, value) in record.metadata.sorted(by: { $0.key < $1.key }) { say("  \(key) = \(value)") }

@@ -44,14 +44,15 @@ struct MessagesCommand: AsyncCommand {
 
     func execute() async throws {
         let id = try parseConversation(conversation)
-        var (messages, users) = try await options.withNode { node in (try await node.allMessages(in: id), try await node.users()) }
+        var (messages, people) = try await options.withNode { node in
+            (try await node.allMessages(in: id), try await node.people(showIdentifiers: options.ids))
+        }
         if let since, let start = Self.milliseconds(since) { messages.removeAll { $0.sentAt.milliseconds < start } }
         if unread { messages.removeAll { !$0.isUnread } }
         if let limit, messages.count > limit { messages.removeFirst(messages.count - limit) }
         if options.json { return try printJSON(messages.map(\.json)) }
-        let names = Dictionary(users.map { ($0.user, $0.displayName) }, uniquingKeysWith: { _, last in last })
         for message in messages {
-            let sender = "\(message.sender)\(names[message.sender].map { " (\($0))" } ?? "")"
+            let sender = people.name(message.sender)
             say("\(message.id.hex)  \(timeText(milliseconds: message.sentAt.milliseconds))  from \(sender)  "
                 + "\(message.isSent ? "sent" : "not sent yet")\(message.isUnread ? "  unread" : "")")
             for (index, part) in message.parts.enumerated() {
@@ -59,7 +60,7 @@ struct MessagesCommand: AsyncCommand {
                 say("  part \(index + 1): \(part.mimeType), \(part.size) bytes\(content)")
             }
             for recipient in message.recipients {
-                say("  \(recipient.user)\(names[recipient.user].map { " (\($0))" } ?? ""): \(recipient.status)"
+                say("  \(people.name(recipient.user)): \(recipient.status)"
                     + (recipient.reason.isEmpty ? "" : " (\(recipient.reason))"))
             }
         }

@@ -11,6 +11,9 @@ struct NodeOptions: ParsableArguments {
     @Flag(help: "Print JSON (field names in the README) instead of text.")
     var json = false
 
+    @Flag(help: "In text, show users by their full identifier (with the name beside it) instead of by name.")
+    var ids = false
+
     /// Runs `body` on a connection to the home's running node. Every failure becomes one
     /// sentence: no node running, or the node's own refusal.
     func withNode<R: Sendable>(_ body: (ControlConnection) async throws -> R) async throws -> R {

@@ -12,14 +12,14 @@ struct PeersCommand: AsyncCommand {
     @OptionGroup var options: NodeOptions
 
     func execute() async throws {
-        let peers = try await options.withNode { node in
+        let (peers, people) = try await options.withNode { node in
             guard case .peers(let peers) = try await node.request(.peers) else { throw ControlClientError.unexpectedResponse("PEERS") }
-            return peers
+            return (peers, try await node.people(showIdentifiers: options.ids))
         }
         if options.json { return try printJSON(peers.map(\.json)) }
         for peer in peers {
             let holds = peer.holdings.map { "holds \($0.conversations) conversations, \($0.operations) operations" } ?? "holdings unknown"
-            say("\(peer.user)  \(peer.displayName)  \(peer.address)  \(peer.origin)  \(holds)")
+            say("\(people.name(peer.user))  \(peer.address)  \(peer.origin)  \(holds)")
         }
     }
 }

@@ -13,8 +13,9 @@ struct WatchCommand: AsyncCommand {
 
     func execute() async throws {
         try await options.withNode { node in
+            let people = try await node.people(showIdentifiers: options.ids)
             try await node.watch(started: { warn("watching the node on \(options.home.nodeHome.directory.path); one line per event") }) { event in
-                if options.json { try printJSON(event.json) } else { say(event.text) }
+                if options.json { try printJSON(event.json) } else { say(event.text(people)) }
                 return true
             }
         }

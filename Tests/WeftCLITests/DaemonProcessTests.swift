@@ -152,14 +152,15 @@ struct DaemonProcessTests {
         let bob = try await RunningNode(dir, "bob")
         let bobID = try await bob.userID()
         try await alice.start(["--ttl", "1"])
-        let watcher = try ChildProcess(["watch", "--home", alice.home])
+        // --ids: the watcher names bob by identifier (his node never ran, so it has no name here).
+        let watcher = try ChildProcess(["watch", "--home", alice.home, "--ids"])
         defer { watcher.terminate() }
         try await watcher.waitFor("weft: watching the node on", inStderr: true)
         let conversation = try await alice.ok("conv new", arguments: [bobID])
         let message = try await alice.ok("send", arguments: [conversation, "--text", "anyone there?"])
         // Bob's node never runs: the outbox expires the message (checked every few seconds).
         try await eventually("the watcher's failed line", seconds: 30) {
-            watcher.stdout.contains("delivery \(message) \(bobID) failed: expired: not delivered within 1 s")
+            watcher.stdout.contains("delivery \(message) to \(bobID) failed: expired: not delivered within 1 s")
         }
         let shown = try #require(try await alice.json("msgs", arguments: [conversation]) as? [[String: Any]])
         let recipients = try #require(shown.first?["recipients"] as? [[String: Any]])

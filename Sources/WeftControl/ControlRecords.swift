@@ -78,7 +78,22 @@ public struct ConversationRecord: Hashable, Sendable {
 }
 
 /// A recipient's status on the control socket (SPEC.md §15.5): the model's order, plus failed.
-public enum DeliveryStatus: UInt8, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+/// Compared in that order (invalid < pending < sent < delivered < read); *failed* is apart:
+/// it is below every other status but invalid (a failed message reached no further than sent).
+public enum DeliveryStatus: UInt8, Hashable, Sendable, CaseIterable, CustomStringConvertible, Comparable {
+    public static func < (lhs: DeliveryStatus, rhs: DeliveryStatus) -> Bool { lhs.rank < rhs.rank }
+
+    private var rank: Int {
+        switch self {
+        case .invalid: 0
+        case .failed: 1
+        case .pending: 2
+        case .sent: 3
+        case .delivered: 4
+        case .read: 5
+        }
+    }
+
     case invalid = 0, pending, sent, delivered, read, failed
 
     public var description: String {

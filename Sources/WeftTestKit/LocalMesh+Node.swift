@@ -150,6 +150,7 @@ extension LocalMesh {
 
         /// Waits on the node until the object exists there; returns it (for a merged
         /// conversation, the one it was merged into). Throws `ControlFailure` (timed out).
+        @discardableResult
         public func wait(for object: ControlObjectID, timeout: Duration) async throws -> ControlObjectID {
             let milliseconds = UInt32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
             guard case .found(let found) = try await request(.wait(object, timeoutMilliseconds: milliseconds)) else { throw unexpected("WAIT") }

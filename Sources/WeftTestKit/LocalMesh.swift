@@ -127,8 +127,8 @@ public final class LocalMesh: Sendable {
     /// The nodes linked to `node` in the topology (cut or not).
     public func neighbours(of node: Int) -> [Int] { links.compactMap { $0.other(than: node) }.sorted() }
 
-    /// The links that are cut now.
-    public var cut: Set<Link> { cutLinks.withLock { $0 } }
+    /// The links that are cut now. (Named apart from `cut(_:_:)`, which cuts one.)
+    public var cutLinkSet: Set<Link> { cutLinks.withLock { $0 } }
 
     // MARK: - Links
 
@@ -156,7 +156,7 @@ public final class LocalMesh: Sendable {
 
     /// Heals every cut link.
     public func healAll() async throws {
-        for link in cut { try await heal(link.a, link.b) }
+        for link in cutLinkSet { try await heal(link.a, link.b) }
     }
 
     /// Polls until every running node is connected to exactly its running neighbours over
@@ -164,7 +164,7 @@ public final class LocalMesh: Sendable {
     public func waitUntilLinked(timeout: Duration = .seconds(30)) async throws {
         var last = ""
         try await poll(timeout: timeout, what: { "the links did not come up: \(last)" }) {
-            let cut = self.cut
+            let cut = self.cutLinkSet
             for node in nodes where node.isRunning {
                 let expected = Set(neighbours(of: node.index).filter { nodes[$0].isRunning && !cut.contains(Link(node.index, $0)) }
                     .map { nodes[$0].user })
@@ -192,7 +192,7 @@ public final class LocalMesh: Sendable {
     public func restart(_ index: Int) async throws {
         let node = nodes[index]
         guard !node.isRunning else { throw LocalMeshError("Node \(node.name) is running; stop or kill it first.") }
-        let cut = self.cut
+        let cut = self.cutLinkSet
         let peers = neighbours(of: index).compactMap { nodes[$0].address }
         try await node.launch(binary: binary, peers: peers, extraArguments: options.nodeArguments, timeout: options.processTimeout)
         for other in neighbours(of: index) where cut.contains(Link(index, other)) {

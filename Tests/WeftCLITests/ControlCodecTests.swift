@@ -75,3 +75,13 @@ struct ControlCodecTests {
         }
     }
 }
+
+@Suite("Delivery status order")
+struct DeliveryStatusOrderTests {
+    @Test("statuses compare in the model's order; failed is below pending, so never counts as delivered")
+    func order() {
+        #expect([DeliveryStatus.read, .failed, .sent, .invalid, .delivered, .pending].sorted() == [.invalid, .failed, .pending, .sent, .delivered, .read])
+        #expect(DeliveryStatus.failed < .delivered)
+        #expect(!(DeliveryStatus.failed >= .sent))
+    }
+}

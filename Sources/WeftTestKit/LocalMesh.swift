@@ -276,8 +276,15 @@ public final class LocalMesh: Sendable {
             return manager.fileExists(atPath: url.path, isDirectory: &isDirectory) && !isDirectory.boolValue
                 && manager.isExecutableFile(atPath: url.path)
         }
+        var tried: [String] = []
+        for candidate in candidates where !tried.contains(candidate.standardizedFileURL.path) {
+            tried.append(candidate.standardizedFileURL.path)
+        }
         guard let found = candidates.first(where: isExecutable) else {
-            throw LocalMeshError("Cannot find the weft executable (tried \(candidates.map(\.path))); build it or set WEFT_BINARY.")
+            throw LocalMeshError(
+                "Cannot find the weft executable (tried \(tried.joined(separator: ", "))). In a package of your own, add "
+                    + "`.product(name: \"weft\", package: \"weft\")` to the test target's dependencies so that `swift test` "
+                    + "builds it beside the tests; or set WEFT_BINARY to its path.")
         }
         return found
     }

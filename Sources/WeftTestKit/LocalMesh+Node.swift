@@ -61,9 +61,14 @@ extension LocalMesh {
         // MARK: - Requests
 
         /// Sends one request over a new control connection and returns its response; an
-        /// ERROR response throws its `ControlFailure`.
+        /// ERROR response throws its `ControlFailure`, its message naming this node (in a mesh
+        /// of several, "There is no conversation …" alone does not say where).
         public func request(_ request: ControlRequest) async throws -> ControlResponse {
-            try await ControlClient.withConnection(socketPath: socketPath) { try await $0.request(request) }
+            do {
+                return try await ControlClient.withConnection(socketPath: socketPath) { try await $0.request(request) }
+            } catch let failure as ControlFailure {
+                throw ControlFailure(failure.code, "Node \(name): \(failure.message)")
+            }
         }
 
         public func status() async throws -> NodeStatus {

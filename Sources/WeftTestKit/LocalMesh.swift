@@ -243,7 +243,11 @@ public final class LocalMesh: Sendable {
         let deadline = ContinuousClock.now + timeout
         while true {
             if (try? await condition()) == true { return }
-            guard ContinuousClock.now < deadline else { throw LocalMeshError("After \(timeout), \(what())") }
+            guard ContinuousClock.now < deadline else {
+                // The last lines of each node's log: what it was doing when the wait gave up.
+                let tails = nodes.map { logTail($0.logFile, lines: 8) }.joined()
+                throw LocalMeshError("After \(timeout), \(what())\(tails)")
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
     }

@@ -119,7 +119,11 @@ public final class LocalMesh: Sendable {
             try await mesh.shutdownChecked()
             return result
         } catch {
-            await mesh.shutdown()
+            // A failed run keeps its homes (the nodes' logs and stores) and says where, on
+            // standard error: the error itself stays the one the body threw.
+            await mesh.shutdown(keepingHomes: true)
+            let note = "LocalMesh: the run failed; its homes and logs are kept in \(mesh.directory.path)\n"
+            _ = note.utf8CString.withUnsafeBufferPointer { write(STDERR_FILENO, $0.baseAddress, $0.count - 1) }
             throw error
         }
     }
@@ -206,8 +210,15 @@ public final class LocalMesh: Sendable {
         _ = try? await shutdownChecked()
     }
 
+    /// `shutdown()`, keeping the homes whatever `options.keepHomes` says (a failed run).
+    func shutdown(keepingHomes: Bool) async {
+        _ = try? await shutdownChecked(keepingHomes: keepingHomes)
+    }
+
     /// `shutdown()`, throwing if a node did not exit with status 0 on SIGTERM.
-    public func shutdownChecked() async throws {
+    public func shutdownChecked() async throws { try await shutdownChecked(keepingHomes: false) }
+
+    private func shutdownChecked(keepingHomes: Bool) async throws {
         guard isShutDown.withLock({ done in defer { done = true }; return !done }) else { return }
         var failures: [String] = []
         await withTaskGroup(of: String?.self) { group in
@@ -223,7 +234,7 @@ public final class LocalMesh: Sendable {
             }
             for await failure in group { if let failure { failures.append(failure) } }
         }
-        if !options.keepHomes { try? FileManager.default.removeItem(at: directory) }
+        if !options.keepHomes, !keepingHomes { try? FileManager.default.removeItem(at: directory) }
         if !failures.isEmpty { throw LocalMeshError(failures.joined(separator: "\n")) }
     }
 

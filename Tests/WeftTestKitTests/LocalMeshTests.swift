@@ -168,3 +168,22 @@ struct LocalMeshTests {
         }
     }
 }
+
+extension LocalMeshTests {
+    @Test("a failed run keeps its homes and logs, and rethrows what the body threw")
+    func failedRunKeepsHomes() async throws {
+        struct Planned: Error {}
+        final class Box: @unchecked Sendable { var directory: URL? }
+        let box = Box()
+        await #expect(throws: Planned.self) {
+            try await LocalMesh.with(nodes: 1, topology: .line) { mesh in
+                box.directory = mesh.directory
+                throw Planned()
+            }
+        }
+        let kept = try #require(box.directory)
+        let contents = try FileManager.default.contentsOfDirectory(atPath: kept.path)
+        #expect(contents.contains { $0.hasSuffix(".log") }, "\(contents)")
+        try? FileManager.default.removeItem(at: kept)
+    }
+}

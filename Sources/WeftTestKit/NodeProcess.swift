@@ -1,4 +1,5 @@
 import Foundation
+import WeftNode
 
 /// One `weft node` process, its output going to a log file.
 final class NodeProcess: @unchecked Sendable {
@@ -24,7 +25,7 @@ final class NodeProcess: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = output
         do {
-            try process.run()
+            try ProcessLaunch.run(process)
         } catch {
             throw LocalMeshError("Cannot run \(binary.path): \(error).")
         }

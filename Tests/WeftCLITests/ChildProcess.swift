@@ -1,4 +1,5 @@
 import Foundation
+import WeftNode
 import Synchronization
 import Testing
 
@@ -52,7 +53,7 @@ final class ChildProcess: @unchecked Sendable {
         self.process = process
         out.fileHandleForReading.readabilityHandler = { [stdoutText] handle in stdoutText.append(handle.availableData) }
         err.fileHandleForReading.readabilityHandler = { [stderrText] handle in stderrText.append(handle.availableData) }
-        try process.run()
+        try ProcessLaunch.run(process)
     }
 
     var stdout: String { stdoutText.value }

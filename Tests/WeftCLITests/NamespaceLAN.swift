@@ -1,4 +1,5 @@
 import Foundation
+import WeftNode
 import Testing
 
 /// A LAN of its own for tests that must not touch the machine's interfaces (issue 8's rule):
@@ -70,7 +71,7 @@ final class NamespaceLAN {
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        try process.run()
+        try ProcessLaunch.run(process)
         let output = out.fileHandleForReading.readDataToEndOfFile()
         let errors = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()

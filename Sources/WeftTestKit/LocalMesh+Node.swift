@@ -137,6 +137,36 @@ extension LocalMesh {
             return id
         }
 
+        /// Waits until this node shows `message` (in `conversation`) at `status` or beyond for
+        /// each of `recipients` (every recipient when nil): delivered, say, or read. A recipient
+        /// whose status failed throws at once, as the deadline does.
+        public func waitUntil(
+            _ message: OperationID, in conversation: ConversationID, reaches status: DeliveryStatus,
+            for recipients: Set<UserID>? = nil, timeout: Duration = .seconds(30)
+        ) async throws {
+            let deadline = ContinuousClock.now + timeout
+            var seen: [MessageRecord.Recipient] = []
+            while true {
+                if let record = try await messages(in: conversation).first(where: { $0.id == message }) {
+                    seen = record.recipients.filter { recipients?.contains($0.user) ?? true }
+                    if let failed = seen.first(where: { $0.status == .failed }) {
+                        throw LocalMeshError("Node \(name): message \(message.hex) failed for \(failed.user): \(failed.reason)")
+                    }
+                    if !seen.isEmpty, seen.allSatisfy({ $0.status >= status }),
+                        recipients.map({ Set(seen.map(\.user)) == $0 }) ?? true
+                    {
+                        return
+                    }
+                }
+                guard ContinuousClock.now < deadline else {
+                    let statuses = seen.map { "\($0.user): \($0.status)" }.joined(separator: ", ")
+                    throw LocalMeshError(
+                        "Node \(name): message \(message.hex) did not reach \(status) within \(timeout) (\(statuses.isEmpty ? "not shown" : statuses)).\(logTail(logFile, lines: 8))")
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+
         /// Every message of the conversation, by position, over as many pages as it takes.
         public func messages(in conversation: ConversationID) async throws -> [MessageRecord] {
             var all: [MessageRecord] = []

@@ -73,11 +73,10 @@ struct LocalMeshTests {
             }
 
             try await mesh.restart(2)
-            for message in sent { _ = try await c.wait(for: .message(message), timeout: .seconds(30)) }
+            for message in sent { try await c.wait(for: .message(message), timeout: .seconds(30)) }
             #expect(try await c.messages(in: chat.id).map(\.id) == sent)
-            try await mesh.waitUntil("the sender sees every message delivered") {
-                try await a.messages(in: chat.id).allSatisfy { message in message.recipients.first { $0.user == c.user }?.status == .delivered }
-            }
+            for message in sent { try await a.waitUntil(message, in: chat.id, reaches: .delivered, for: [c.user]) }
+            #expect(try await a.messages(in: chat.id).allSatisfy { message in message.recipients.first { $0.user == c.user }?.status == .delivered })
             try await mesh.waitUntilConverged()
         }
     }

@@ -124,20 +124,20 @@ struct Materializer {
         // Unread counts before the batch, where they changed.
         var unreadBefore: [ConversationID: Int] = [:]
         for change in changes.conversations {
-            switch change.kind {
-            case .create, .update:
-                // A creation or an update carries the conversation as it is after it.
-                guard let snapshot = change.snapshot else { continue }
-                if change.kind == .create {
-                    upserts[change.id] = (snapshot, [], true)
-                    continue
-                }
+            // A creation or an update carries the conversation as it is after it; one without
+            // (which the replica never makes) writes nothing rather than trapping.
+            switch (change.kind, change.snapshot) {
+            case (.create, let snapshot?):
+                upserts[change.id] = (snapshot, [], true)
+            case (.update, let snapshot?):
                 upserts[change.id, default: (snapshot, [], false)].properties.formUnion(change.property.map { [$0] } ?? [])
                 if change.property == .unreadCount, case .int(let old) = change.oldValue, unreadBefore[change.id] == nil {
                     unreadBefore[change.id] = old
                 }
-            case .delete:
+            case (.delete, _):
                 deleted.append(change.id)
+            case (.create, nil), (.update, nil):
+                continue
             }
         }
         for (_, entry) in upserts.sorted(by: { $0.key < $1.key }) {
@@ -152,16 +152,15 @@ struct Materializer {
         var messageUpserts: [OperationID: MessageUpsert] = [:]
         messageUpserts.reserveCapacity(changes.messages.count)
         for change in changes.messages {
-            switch change.kind {
-            case .create, .update:
-                // A creation or an update carries the message as it is after it.
-                guard let snapshot = change.snapshot else { continue }
-                if change.kind == .create {
-                    messageUpserts[change.id] = MessageUpsert(snapshot: snapshot, created: true)
-                } else {
-                    messageUpserts[change.id, default: MessageUpsert(snapshot: snapshot, created: false)].note(change)
-                }
-            case .delete:
+            // As for conversations: a creation or an update carries the message after it.
+            switch (change.kind, change.snapshot) {
+            case (.create, let snapshot?):
+                messageUpserts[change.id] = MessageUpsert(snapshot: snapshot, created: true)
+            case (.update, let snapshot?):
+                messageUpserts[change.id, default: MessageUpsert(snapshot: snapshot, created: false)].note(change)
+            case (.create, nil), (.update, nil):
+                continue
+            case (.delete, _):
                 try db.cachedStatement(sql: "DELETE FROM message WHERE id = ?").execute(arguments: [Data(change.id.bytes)])
             }
         }

@@ -14,7 +14,7 @@ struct ConnectCommand: AsyncCommand {
 
     func execute() async throws {
         try await options.withNode { node in try await node.perform(.connect(address: address)) }
-        report(["connected": address], "dialing \(address) (and after restarts)", json: options.json)
+        try report(["connected": address], "dialing \(address) (and after restarts)", json: options.json)
     }
 }
 
@@ -30,6 +30,6 @@ struct DisconnectCommand: AsyncCommand {
 
     func execute() async throws {
         try await options.withNode { node in try await node.perform(.disconnect(address: address)) }
-        report(["disconnected": address], "no longer dialing \(address)", json: options.json)
+        try report(["disconnected": address], "no longer dialing \(address)", json: options.json)
     }
 }

@@ -15,12 +15,8 @@ func printJSON(_ value: Any) throws {
 }
 
 /// What a command that changes something did: one line, or with `--json` one object.
-func report(_ object: [String: Any], _ line: String, json: Bool) {
-    if json, let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) {
-        say(String(decoding: data, as: UTF8.self))
-    } else {
-        say(line)
-    }
+func report(_ object: [String: Any], _ line: String, json: Bool) throws {
+    if json { try printJSON(object) } else { say(line) }
 }
 
 /// An ISO 8601 time (UTC, milliseconds) for text output.

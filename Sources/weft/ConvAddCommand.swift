@@ -17,7 +17,7 @@ struct ConvAddCommand: AsyncCommand {
             try await node.perform(.addParticipants(users, to: id))
             return users
         }
-        report(
+        try report(
             ["conversation": id.hex, "added": users.map(\.description)],
             "added \(users.map(\.description).joined(separator: ", ")) to \(id.hex)", json: options.json)
     }

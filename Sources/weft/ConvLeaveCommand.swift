@@ -12,6 +12,6 @@ struct ConvLeaveCommand: AsyncCommand {
     func execute() async throws {
         let id = try parseConversation(conversation)
         try await options.withNode { node in try await node.perform(.leave(id)) }
-        report(["conversation": id.hex, "left": true], "left \(id.hex)", json: options.json)
+        try report(["conversation": id.hex, "left": true], "left \(id.hex)", json: options.json)
     }
 }

@@ -18,7 +18,7 @@ struct ConvRemoveCommand: AsyncCommand {
             try await node.perform(.removeParticipants(users, from: id))
             return users
         }
-        report(
+        try report(
             ["conversation": id.hex, "removed": users.map(\.description)],
             "removed \(users.map(\.description).joined(separator: ", ")) from \(id.hex)", json: options.json)
     }

@@ -18,11 +18,11 @@ struct ReadCommand: AsyncCommand {
         if all {
             let conversation = try parseConversation(identifier)
             try await options.withNode { node in try await node.perform(.markAllRead(conversation)) }
-            report(["read": "all", "conversation": conversation.hex], "marked every message of \(conversation.hex) read", json: options.json)
+            try report(["read": "all", "conversation": conversation.hex], "marked every message of \(conversation.hex) read", json: options.json)
         } else {
             let message = try parseMessage(identifier)
             try await options.withNode { node in try await node.perform(.markRead(message)) }
-            report(["read": "message", "message": message.hex], "marked \(message.hex) read", json: options.json)
+            try report(["read": "message", "message": message.hex], "marked \(message.hex) read", json: options.json)
         }
     }
 }

@@ -248,7 +248,8 @@ extension LANDiscoveryTests {
         }
         #expect(!advertised.contains(String(decoding: name.labels[0], as: UTF8.self)), "the old name is no longer answered for")
         #expect(try await alice.stop() == 0)
-        #expect((alice.process?.stderr ?? "").contains("advertising as \(renamed)._weft._tcp.local"))
+        let log = alice.process?.stderr ?? ""
+        #expect(log.contains("advertising as \(renamed)._weft._tcp.local"), "\(log)")
     }
 }
 

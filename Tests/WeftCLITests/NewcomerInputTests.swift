@@ -44,11 +44,8 @@ struct NewcomerInputTests {
     @Test("--text - and --file - read standard input")
     func standardInput() async throws {
         let dir = try TemporaryDirectory()
-        let alice = try await RunningNode(dir, "alice")
-        let bob = try await RunningNode(dir, "bob", meshKeyFrom: alice)
-        try await alice.start()
+        let (alice, _, conversation) = try await RunningNode.aliceWithConversation(in: dir)
         defer { alice.process?.terminate() }
-        let conversation = try await alice.ok("conv new", arguments: [try await bob.userID()])
         let text = try await PipeAndWatchTests.bash("echo 'from a pipe' | \"$WEFT\" send --home '\(alice.home)' \(conversation) --text -")
         #expect(text.status == 0, "\(text.stderr)")
         let file = try await PipeAndWatchTests.bash("printf 'a,b\\n1,2\\n' | \"$WEFT\" send --home '\(alice.home)' \(conversation) --file=-:text/csv")
@@ -86,11 +83,8 @@ struct NewcomerInputTests {
     @Test("msgs --limit, --since and --unread pick messages; wait needs no --timeout")
     func messageFilters() async throws {
         let dir = try TemporaryDirectory()
-        let alice = try await RunningNode(dir, "alice")
-        let bob = try await RunningNode(dir, "bob", meshKeyFrom: alice)
-        try await alice.start()
+        let (alice, _, conversation) = try await RunningNode.aliceWithConversation(in: dir)
         defer { alice.process?.terminate() }
-        let conversation = try await alice.ok("conv new", arguments: [try await bob.userID()])
         var sent: [String] = []
         for text in ["one", "two", "three"] { sent.append(try await alice.ok("send", arguments: [conversation, "--text", text])) }
         func ids(_ arguments: [String]) async throws -> [String] {
@@ -127,11 +121,8 @@ struct NewcomerInputTests {
     @Test("JSON names a changed property as the record does, and an empty value is null")
     func jsonNames() async throws {
         let dir = try TemporaryDirectory()
-        let alice = try await RunningNode(dir, "alice")
-        let bob = try await RunningNode(dir, "bob", meshKeyFrom: alice)
-        try await alice.start()
+        let (alice, _, conversation) = try await RunningNode.aliceWithConversation(in: dir)
         defer { alice.process?.terminate() }
-        let conversation = try await alice.ok("conv new", arguments: [try await bob.userID()])
         let watcher = try ChildProcess(["watch", "--home", alice.home, "--json"])
         defer { watcher.terminate() }
         try await watcher.waitFor("weft: watching the node on", inStderr: true)

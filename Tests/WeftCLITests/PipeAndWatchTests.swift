@@ -15,11 +15,8 @@ struct PipeAndWatchTests {
     @Test("`watch | head -1` and `msgs | head -1` end quietly with status 0 once the reader has gone")
     func closedPipe() async throws {
         let dir = try TemporaryDirectory()
-        let alice = try await RunningNode(dir, "alice")
-        let bob = try await RunningNode(dir, "bob", meshKeyFrom: alice)
-        try await alice.start()
+        let (alice, _, conversation) = try await RunningNode.aliceWithConversation(in: dir)
         defer { alice.process?.terminate() }
-        let conversation = try await alice.ok("conv new", arguments: [try await bob.userID()])
         // More than a pipe holds (64 KiB), so `msgs` is still writing when `head` has gone.
         let text = String(repeating: "a line of text that fills the pipe. ", count: 40)
         for _ in 0..<60 { _ = try await alice.ok("send", arguments: [conversation, "--text", text]) }

@@ -60,6 +60,16 @@ final class RunningNode: @unchecked Sendable {
         return String(result.stderr.dropFirst("weft: ".count)).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// alice's node running, bob's home made on her mesh (not started), and a conversation of
+    /// the two on alice's node: what most CLI tests start from. The caller stops alice.
+    static func aliceWithConversation(in dir: TemporaryDirectory) async throws -> (alice: RunningNode, bob: RunningNode, conversation: String) {
+        let alice = try await RunningNode(dir, "alice")
+        let bob = try await RunningNode(dir, "bob", meshKeyFrom: alice)
+        try await alice.start()
+        let conversation = try await alice.ok("conv new", arguments: [try await bob.userID()])
+        return (alice, bob, conversation)
+    }
+
     func userID() async throws -> String { try await weft(["id", "--home", home]).stdout.trimmingCharacters(in: .whitespacesAndNewlines) }
 
     /// SIGTERM, then the exit status.

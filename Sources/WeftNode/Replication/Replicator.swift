@@ -89,6 +89,7 @@ public final class Replicator: Service, Sendable {
             group.addTask { await self.every(self.configuration.expiryInterval) { await self.expire() } }
             group.addTask { await self.every(self.configuration.pruneInterval) { await self.prune() } }
             group.addTask { await self.every(self.configuration.pendingSweepInterval) { await self.expirePending() } }
+            // A child of the node's task group like the other timers: it ends when the node stops.
             group.addTask { await self.every(.seconds(1)) { self.trimAfterConnectionEnds() } }
             defer {
                 // The node stopped: end every task (those waiting on a continuation, too).

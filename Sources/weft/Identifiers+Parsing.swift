@@ -51,11 +51,14 @@ private func hexValue(_ digit: UInt8) -> UInt8? {
 
 /// Participants as user identifiers (`weft1...`, as `weft id` prints them) or display names the
 /// node has met, when exactly one user has that name.
+///
+/// A text is an identifier when, without the blanks around it, it starts with `weft1` in any
+/// case, as SPEC.md §9 tells a reader to accept; everything else is a display name (§15.7).
 func resolveParticipants(_ texts: [String], known: () async throws -> [KnownUser]) async throws -> [UserID] {
     var users: [KnownUser]?
     var resolved: [UserID] = []
     for text in texts {
-        if text.hasPrefix("weft1") {
+        if looksLikeUserIdentifier(text) {
             do {
                 resolved.append(try UserIdentifier.decode(text))
             } catch {
@@ -76,4 +79,9 @@ func resolveParticipants(_ texts: [String], known: () async throws -> [KnownUser
         }
     }
     return resolved
+}
+
+/// Whether `text` is meant as a user identifier rather than a display name (SPEC.md §15.7).
+func looksLikeUserIdentifier(_ text: String) -> Bool {
+    text.trimmingCharacters(in: .whitespacesAndNewlines).lowercased().hasPrefix("weft1")
 }

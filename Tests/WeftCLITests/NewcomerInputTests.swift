@@ -118,6 +118,21 @@ struct NewcomerInputTests {
         #expect(error["error"]?.hasPrefix("There is no conversation") == true, "\(failed.stderr)")
     }
 
+    @Test("a user identifier in upper case or with blanks around it is read as one (§9), not looked up as a name")
+    func identifierForms() async throws {
+        let dir = try TemporaryDirectory()
+        let (alice, bob, _) = try await RunningNode.aliceWithConversation(in: dir)
+        defer { alice.process?.terminate() }
+        let bobID = try await bob.userID()
+        for form in [bobID.uppercased(), "  \(bobID)\n", " WEFT1" + bobID.dropFirst(5)] {
+            let conversation = try await alice.ok("conv new", arguments: [form])
+            let shown = try #require(try await alice.json("conv show", arguments: [conversation]) as? [String: Any])
+            #expect((shown["participants"] as? [String])?.contains(bobID) == true, "\(form): \(shown)")
+        }
+        let mistyped = try await alice.refused(["conv", "new", "WEFT1" + bobID.dropFirst(5).dropLast() + "q"])
+        #expect(mistyped.contains("is not a valid user identifier"), "\(mistyped)")
+    }
+
     @Test("JSON names a changed property as the record does, and an empty value is null")
     func jsonNames() async throws {
         let dir = try TemporaryDirectory()

@@ -19,6 +19,15 @@ public enum SyncCompression {
     public static let minimumPayloadByteCount = 64
     /// zstd's level for Weft's encoder: the fastest, since each hop of a push compresses.
     public static let level: Int32 = 1
+
+    /// Whether messages of this type always go plain. A HAVE is fingerprints, hashes and
+    /// conversations not yet named on the connection: nothing in it repeats, so its piece would
+    /// be longer than the message (a 102-byte answer went out as 112 bytes). Whether a piece
+    /// shrinks is only known after it has entered the stream, and every piece must then reach
+    /// the decoder, so the choice is made by type, before compressing.
+    static func sentPlain(typeByte: UInt8?) -> Bool {
+        typeByte == SyncMessageType.have.rawValue
+    }
 }
 
 /// The sending end of one direction of a connection: sync message payloads in the order they
@@ -37,7 +46,8 @@ public final class SyncStreamEncoder {
         // zstd's worst case for n bytes is n + n/256 + 64 or so; a payload that might not fit
         // compressed stays plain, before it enters the stream.
         guard count >= SyncCompression.minimumPayloadByteCount,
-            1 + count + count / 128 + 1_024 <= WireConstants.maxDataPayloadByteCount
+            1 + count + count / 128 + 1_024 <= WireConstants.maxDataPayloadByteCount,
+            !SyncCompression.sentPlain(typeByte: payload.getInteger(at: payload.readerIndex, as: UInt8.self))
         else { return payload }
         // Made on first use: a connection that only ever says little costs no zstd context.
         let compressor = self.compressor ?? ZstdStreamCompressor(level: SyncCompression.level, windowLog: SyncCompression.windowLog)

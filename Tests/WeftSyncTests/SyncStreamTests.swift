@@ -119,6 +119,34 @@ struct SyncStreamTests {
         #expect(wireSizes[4] < plainStored / 2)
     }
 
+    @Test("a HAVE goes plain: its fingerprints and hashes never repeat, so compressing would grow it")
+    func haveGoesPlain() throws {
+        var random = ReconciliationRandom(seed: 7)
+        let initiator = ReconciliationSet((0..<2_000).map { _ in (random.conversation(), random.digest()) })
+        let responder = ReconciliationSet((0..<2_000).map { _ in (random.conversation(), random.digest()) })
+        // The largest HAVE of a reconciliation between two sets that share nothing.
+        let sides = [Reconciler(set: initiator), Reconciler(set: responder)]
+        var message: HaveMessage? = sides[0].initiate()
+        var largest = ByteBuffer()
+        var turn = 1
+        while let sent = message {
+            let payload = try SyncMessage.have(sent).payload()
+            if payload.readableBytes > largest.readableBytes { largest = payload }
+            message = try sides[turn].respond(to: sent).reply
+            turn = 1 - turn
+        }
+        let plain = largest
+        #expect(plain.readableBytes >= SyncCompression.minimumPayloadByteCount)
+        // Through the stream, as the first piece, it would grow by its frame and block headers.
+        let piece = plain.withUnsafeReadableBytes { ZstdStreamCompressor(level: SyncCompression.level, windowLog: SyncCompression.windowLog).compress($0) }
+        #expect(1 + piece.count > plain.readableBytes)
+        let encoder = SyncStreamEncoder()
+        #expect(encoder.encode(plain) == plain)
+        // The stream still compresses what follows.
+        let operations = try Self.messages()[1].payload()
+        #expect(encoder.encode(operations).getInteger(at: 0, as: UInt8.self) == SyncMessageType.compressed.rawValue)
+    }
+
     @Test("a COMPRESSED payload is not a message by itself")
     func bareCompressed() throws {
         let wire = SyncStreamEncoder().encode(try Self.messages()[1].payload())

@@ -188,7 +188,7 @@ public final class ClientControlHandler: ControlHandler {
 
     // MARK: - Watching
 
-    public func watch(_ emit: @escaping @Sendable (ControlEvent) async throws -> Void) async throws {
+    public func watch(messages: Bool, _ emit: @escaping @Sendable (ControlEvent) async throws -> Void) async throws {
         // One subscription for both: each commit's changes, then the delivery events it holds
         // (`WeftClient.deliveryEvents()` derives them the same way, failures with their reason).
         let localUser = client.localUser
@@ -196,7 +196,7 @@ public final class ClientControlHandler: ControlHandler {
             try Task.checkCancellation()
             if batch.missedBatches > 0 { try await emit(.missed(UInt32(clamping: batch.missedBatches))) }
             for change in ObjectChanges(batch, localUser: localUser) {
-                for event in ControlEvent.events(for: change) { try await emit(event) }
+                for event in ControlEvent.events(for: change, messages: messages) { try await emit(event) }
             }
             for delivery in DeliveryEvent.events(in: batch, localUser: localUser) {
                 for event in ControlEvent.events(for: delivery, recipients: batch) { try await emit(event) }

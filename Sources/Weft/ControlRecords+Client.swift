@@ -80,7 +80,8 @@ extension ControlFailure {
 
 extension ControlEvent {
     /// The event one client change makes (delivery events come from `DeliveryEvent`).
-    static func events(for change: ObjectChange) -> [ControlEvent] {
+    /// With `messages`, a created message's record follows its creation event.
+    static func events(for change: ObjectChange, messages: Bool) -> [ControlEvent] {
         let kind = ChangeKind(change.kind)
         let property = change.property?.name ?? ""
         switch change.object {
@@ -91,7 +92,9 @@ extension ControlEvent {
         case .deleted(.message(let id)):
             return [.message(kind, id, conversation: nil, property: property)]
         case .message(let message):
-            return [.message(kind, message.id, conversation: message.conversation, property: property)]
+            let event = ControlEvent.message(kind, message.id, conversation: message.conversation, property: property)
+            guard messages, kind == .create else { return [event] }
+            return [event, .newMessage(MessageRecord(message))]
         }
     }
 

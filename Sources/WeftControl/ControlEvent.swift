@@ -50,6 +50,9 @@ public enum ControlEvent: Hashable, Sendable {
     case delivery(message: OperationID, recipient: UserID, status: DeliveryStatus, reason: String)
     /// The watcher fell behind and this many batches of changes were lost: re-read the state.
     case missed(UInt32)
+    /// A message the node now holds, whole (sender, parts, recipients): sent to a watcher that
+    /// asked for messages, after the message's creation event.
+    case newMessage(MessageRecord)
 
     func write(into buffer: inout ByteBuffer) {
         switch self {
@@ -74,6 +77,9 @@ public enum ControlEvent: Hashable, Sendable {
         case .missed(let count):
             buffer.writeInteger(UInt8(4))
             buffer.writeInteger(count)
+        case .newMessage(let record):
+            buffer.writeInteger(UInt8(5))
+            record.write(into: &buffer)
         }
     }
 
@@ -96,6 +102,8 @@ public enum ControlEvent: Hashable, Sendable {
                 reason: try buffer.readControlText("reason", limit: ControlConstants.maxErrorTextByteCount))
         case 4:
             return .missed(try buffer.readU32("missed batches"))
+        case 5:
+            return .newMessage(try MessageRecord.read(from: &buffer))
         case let other:
             throw .malformed("event kind \(other) is not assigned")
         }

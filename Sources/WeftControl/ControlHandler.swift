@@ -29,8 +29,9 @@ public protocol ControlHandler: Sendable {
     func waitForObject(_ object: ControlObjectID, timeout: Duration) async throws(ControlFailure) -> ControlObjectID
     /// Hands every change and delivery event from now on to `emit`, waiting for each (so a slow
     /// watcher slows only its own stream, whose store subscription drops the oldest batches and
-    /// reports them as `missed`); returns when `emit` throws or the task is cancelled.
-    func watch(_ emit: @escaping @Sendable (ControlEvent) async throws -> Void) async throws
+    /// reports them as `missed`); returns when `emit` throws or the task is cancelled. With
+    /// `messages`, each new message's record follows the event of its creation.
+    func watch(messages: Bool, _ emit: @escaping @Sendable (ControlEvent) async throws -> Void) async throws
     /// The replication counters since the node started.
     func statistics() async throws(ControlFailure) -> [ReplicationCounter]
     /// Dials `address` (`host:port`) and keeps dialing it; a text that is not one is

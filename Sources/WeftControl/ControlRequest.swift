@@ -24,7 +24,9 @@ public enum ControlRequest: Hashable, Sendable {
     case markRead(OperationID)
     case markAllRead(ConversationID)
     case wait(ControlObjectID, timeoutMilliseconds: UInt32)
-    case watch
+    /// Stream changes and delivery events; with `messages`, also each new message's record
+    /// (its sender and text), as a receiving client shows it.
+    case watch(messages: Bool)
     /// The replication counters (for benchmarks and tests: duplicates received, ...).
     case statistics
     /// Dial `host:port` and keep dialing it (a link added while running).
@@ -114,6 +116,8 @@ public enum ControlRequest: Hashable, Sendable {
 
     static let distinctFlag: UInt8 = 1
     static let announceFlag: UInt8 = 2
+    /// WATCH's flag: also stream new messages' records.
+    static let messagesFlag: UInt8 = 1
 
     // MARK: - Writing
 
@@ -123,8 +127,10 @@ public enum ControlRequest: Hashable, Sendable {
         switch self {
         case .ping(let value):
             body.writeInteger(value)
-        case .status, .peers, .users, .watch, .statistics:
+        case .status, .peers, .users, .statistics, .watch(messages: false):
             break
+        case .watch(messages: true):
+            body.writeInteger(Self.messagesFlag)
         case .createConversation(let create):
             body.writeInteger((create.distinct ? Self.distinctFlag : 0) | (create.announce ? Self.announceFlag : 0))
             body.writeList(create.participants) { $0.writeBytes($1.bytes) }
@@ -192,7 +198,10 @@ public enum ControlRequest: Hashable, Sendable {
         case .status: self = .status
         case .peers: self = .peers
         case .users: self = .users
-        case .watch: self = .watch
+        case .watch:
+            // Empty, as version 1 first defined it, or a flags byte.
+            let flags = body.readableBytes == 0 ? 0 : try body.readFlags("watch flags", allowed: Self.messagesFlag)
+            self = .watch(messages: flags & Self.messagesFlag != 0)
         case .statistics: self = .statistics
         case .createConversation:
             let flags = try body.readFlags("conversation flags", allowed: Self.distinctFlag | Self.announceFlag)

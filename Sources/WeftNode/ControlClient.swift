@@ -43,7 +43,7 @@ public final class ControlConnection {
     /// Sends a request and returns its response; an ERROR response throws its `ControlFailure`.
     /// (Not for WATCH: use `watch`.)
     public func request(_ request: ControlRequest) async throws -> ControlResponse {
-        precondition(request != .watch, "use watch(_:) for WATCH")
+        if case .watch = request { preconditionFailure("use watch(_:) for WATCH") }
         guard request.encodedByteCount <= ControlConstants.lengthByteCount + ControlConstants.maxFrameByteCount else {
             throw ControlFailure(.tooLarge,
                 "The request is \(request.encodedByteCount) bytes; a control frame holds at most \(ControlConstants.maxFrameByteCount).")
@@ -60,7 +60,7 @@ public final class ControlConnection {
     /// Requests go out a few at a time as answers come back, so a busy client pays a write
     /// and a read per handful of requests rather than per request. (Not for WATCH.)
     public func requests(_ requests: [ControlRequest], window: Int = ControlConstants.maxRequestsInFlight) async throws -> [ControlResponse] {
-        precondition(!requests.contains(.watch), "use watch(_:) for WATCH")
+        precondition(!requests.contains { if case .watch = $0 { true } else { false } }, "use watch(_:) for WATCH")
         precondition(window > 0, "a window holds at least one request")
         for request in requests where request.encodedByteCount > ControlConstants.lengthByteCount + ControlConstants.maxFrameByteCount {
             throw ControlFailure(.tooLarge,
@@ -97,8 +97,9 @@ public final class ControlConnection {
     /// seen), and hands each event to `body` until it returns false or the task is cancelled.
     /// A node that closes the connection meanwhile (it stopped, or died) throws
     /// `ControlClientError.stoppedWatching`: a watcher must not mistake that for an end.
-    public func watch(started: () -> Void = {}, _ body: (ControlEvent) async throws -> Bool) async throws {
-        let id = try await send(.watch)
+    /// With `messages`, each new message's record follows the event of its creation.
+    public func watch(messages: Bool = false, started: () -> Void = {}, _ body: (ControlEvent) async throws -> Bool) async throws {
+        let id = try await send(.watch(messages: messages))
         guard case .watching = try await next(for: id) else { throw ControlClientError.unexpectedResponse("WATCH") }
         started()
         while true {

@@ -106,9 +106,11 @@ public struct ControlServer: Sendable {
 
     private func answer(_ request: ControlRequest, id: UInt32, _ outbound: NIOAsyncChannelOutboundWriter<ControlFrame>) async {
         do {
-            guard request != .watch else {
+            if case .watch(let messages) = request {
                 try await outbound.write(ControlResponse.watching.frame(requestID: id))
-                try await handler.watch { event in try await outbound.write(ControlResponse.event(event).frame(requestID: id)) }
+                try await handler.watch(messages: messages) { event in
+                    try await outbound.write(ControlResponse.event(event).frame(requestID: id))
+                }
                 return
             }
             var response = await handler.respond(to: request)

@@ -57,6 +57,15 @@ extension MessageRecord {
     }
 }
 
+extension MessageRecord {
+    /// The message as a chat shows it: time, conversation, sender and its text; a part that
+    /// is not inline text by its type and size.
+    func line(_ people: People) -> String {
+        let content = parts.map { part in part.text ?? "[\(part.mimeType), \(part.size) bytes]" }.joined(separator: " ")
+        return "\(timeText(milliseconds: sentAt.milliseconds))  \(conversation.hex)  \(people.name(sender)): \(content)"
+    }
+}
+
 extension MessageRecord.Part {
     /// The data as text, for a `text/*` part carried inline in valid UTF-8.
     var text: String? {
@@ -101,6 +110,8 @@ extension ControlEvent {
             ["type": "delivery", "message": message.hex, "recipient": "\(recipient)", "status": "\(status)", "reason": nonEmpty(reason)]
         case .missed(let count):
             ["type": "missed", "batches": count]
+        case .newMessage(let record):
+            ["type": "newMessage", "message": record.json]
         }
     }
 
@@ -115,6 +126,8 @@ extension ControlEvent {
             "delivery \(message.hex) to \(people.name(recipient)) \(status)\(reason.isEmpty ? "" : ": \(reason)")"
         case .missed(let count):
             "missed \(count) batches of changes; re-read the state"
+        case .newMessage(let record):
+            record.line(people)
         }
     }
 }

@@ -33,6 +33,9 @@ struct People {
         return sharedNames.contains(name) ? "\(name) (\(Self.short(user)))" : name
     }
 
+    /// Whether text output can name `user` by more than a short identifier.
+    func knows(_ user: UserID) -> Bool { user == localUser || displayNames[user] != nil }
+
     /// The first characters of an identifier, enough to tell users apart at a glance.
     static func short(_ user: UserID) -> String { String("\(user)".prefix(13)) + "…" }
 }

@@ -71,7 +71,7 @@ func request(from fields: [String: Any]) -> ControlRequest {
     case "MARK READ": .markRead(message(fields["message"]))
     case "MARK ALL READ": .markAllRead(conversation(fields["conversation"]))
     case "WAIT": .wait(object(fields["object"]), timeoutMilliseconds: u32(fields["timeoutMilliseconds"]))
-    case "WATCH": .watch
+    case "WATCH": .watch(messages: fields["messages"] as? Bool ?? false)
     case "STATISTICS": .statistics
     case "CONNECT": .connect(address: fields["address"] as! String)
     case "DISCONNECT": .disconnect(address: fields["address"] as! String)
@@ -113,6 +113,7 @@ private func event(_ f: [String: Any]) -> ControlEvent {
             property: f["property"] as! String)
     case "delivery":
         return .delivery(message: message(f["message"]), recipient: user(f["recipient"]), status: status(f["status"]), reason: f["reason"] as! String)
+    case "newMessage": return .newMessage(messageRecord(f["message"] as! [String: Any]))
     default: return .missed(u32(f["batches"]))
     }
 }

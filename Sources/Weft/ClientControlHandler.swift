@@ -236,9 +236,9 @@ public final class ClientControlHandler: ControlHandler {
         guard let peer = PeerAddress(address) else {
             throw ControlFailure(.invalidArgument, "\"\(address)\" is not host:port with a port from 0 to 65535.")
         }
-        try linkedNode().disconnect(from: peer)
+        let user = try linkedNode().disconnect(from: peer)
         do {
-            try rememberedPeers?.remove(peer)
+            try rememberedPeers?.remove(peer, user: user)
         } catch {
             throw ControlFailure(.storageFailed, "Disconnected from \(peer), but it may be dialed again after a restart: \(error)")
         }

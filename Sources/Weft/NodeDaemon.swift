@@ -74,7 +74,18 @@ public final class NodeDaemon: Service, Sendable {
         self.logger = logger
         self.onReady = onReady
         client = try WeftClient(store: store, identity: identity, timeToLive: configuration.timeToLive)
-        let node = MeshNode(configuration: configuration.node, store: store, logger: logger)
+        // Peers added at run time before (CONNECT), and where peers last said they listen, are
+        // dialed again, as added ones; what peers announce from now on is remembered.
+        let remembered = RememberedPeers(home: home)
+        var nodeConfiguration = configuration.node
+        nodeConfiguration.addressAnnounced = { [logger] user, address, dialed in
+            do {
+                try remembered.announced(address, by: user, dialed: dialed)
+            } catch {
+                logger.warning("\(error)")
+            }
+        }
+        let node = MeshNode(configuration: nodeConfiguration, store: store, logger: logger)
         self.node = node
         if let names = configuration.discoveryInterfaces {
             do {
@@ -85,11 +96,11 @@ public final class NodeDaemon: Service, Sendable {
         } else {
             discovery = nil
         }
-        // Peers added at run time before (CONNECT) are dialed again, as added ones.
-        let remembered = RememberedPeers(home: home)
-        let (addresses, unreadable) = remembered.load()
-        for line in unreadable { logger.warning("ignoring \"\(line)\" in \(remembered.file.path): it is not host:port") }
-        for address in addresses { node.connect(to: address, how: .added) }
+        let (entries, unreadable) = remembered.load()
+        for line in unreadable { logger.warning("ignoring \"\(line)\" in \(remembered.file.path): it is not host:port [user]") }
+        for entry in entries where !configuration.node.peers.contains(entry.address) {
+            node.connect(to: entry.address, how: .added, expecting: entry.user)
+        }
         let directory = PeerDirectory(clock: Mailbox.systemClock)
         self.directory = directory
         var replication = ReplicationConfiguration()

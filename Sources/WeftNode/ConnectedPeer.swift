@@ -24,4 +24,11 @@ public struct ConnectedPeer: Sendable {
     /// The address dialed, for outbound connections.
     public let dialed: PeerAddress?
     let channel: any Channel
+
+    /// Where the peer says it accepts connections: the port of its node info at the host the
+    /// connection comes from; nil if it does not listen or the address is not IP.
+    var announcedAddress: PeerAddress? {
+        guard let port = info.listenPort, let host = address?.ipAddress else { return nil }
+        return PeerAddress(host: host, port: Int(port))
+    }
 }

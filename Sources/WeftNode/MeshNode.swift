@@ -32,6 +32,10 @@ public final class MeshNode: Service, Sendable {
         public var tickInterval: TimeAmount
         /// Redial delays grow from the first to the last value.
         public var redialDelays: [TimeAmount]
+        /// Told, for each authenticated peer that says it listens, where: the port it
+        /// announced at the host it connected from, and the address this node dialed to reach
+        /// it (nil for an inbound connection). The daemon remembers it across restarts.
+        public var addressAnnounced: (@Sendable (_ user: PublicIdentity, _ address: PeerAddress, _ dialed: PeerAddress?) -> Void)?
 
         public init(
             identity: NodeIdentity, meshKey: MeshKey, displayName: String,
@@ -72,6 +76,8 @@ public final class MeshNode: Service, Sendable {
         var blocked: Set<PublicIdentity> = []
         /// Starts dialers for targets added while running (nil before `run()` and after it).
         var dialRequests: AsyncStream<PeerAddress>.Continuation?
+        /// The port the listener is bound to, told to peers in each handshake (§3.3).
+        var listenPort: UInt16?
     }
 
     struct DialTarget {
@@ -138,11 +144,15 @@ public final class MeshNode: Service, Sendable {
 
     // MARK: - Links
 
-    /// Dials `address` and keeps dialing it (as for `Configuration.peers`), from now on.
-    public func connect(to address: PeerAddress, how: ConnectedPeer.Origin = .added) {
+    /// Dials `address` and keeps dialing it (as for `Configuration.peers`), from now on;
+    /// `expecting` is the peer last found there, if the node remembers it (so that, should
+    /// that peer announce another address, the dialing moves there).
+    public func connect(to address: PeerAddress, how: ConnectedPeer.Origin = .added, expecting: PublicIdentity? = nil) {
         let request = registry.withLock { registry -> AsyncStream<PeerAddress>.Continuation? in
             guard registry.dialTargets[address] == nil else { return nil }
-            registry.dialTargets[address] = DialTarget(how: how)
+            var target = DialTarget(how: how)
+            target.identity = expecting
+            registry.dialTargets[address] = target
             return registry.dialRequests
         }
         request?.yield(address)
@@ -161,12 +171,14 @@ public final class MeshNode: Service, Sendable {
     }
 
     /// Stops dialing `address` and closes the connection with the peer last found there, if it
-    /// is connected (with CLOSE, normal). A peer that dials this node is still accepted (`cut`
-    /// refuses it).
-    public func disconnect(from address: PeerAddress) {
+    /// is connected (with CLOSE, normal); returns that peer. A peer that dials this node is
+    /// still accepted (`cut` refuses it).
+    @discardableResult
+    public func disconnect(from address: PeerAddress) -> PublicIdentity? {
         let identity = registry.withLock { $0.dialTargets[address]?.identity }
         forget(address)
         if let identity { close(identity, reason: "the link was disconnected by this node's user") }
+        return identity
     }
 
     /// Cuts the link to `peer`: closes its connection with CLOSE 4 and refuses it until
@@ -258,14 +270,18 @@ public final class MeshNode: Service, Sendable {
             registry.withLock { $0.dialRequests = nil }
         }
         try await withThrowingDiscardingTaskGroup { group in
-            group.addTask {
-                await withDiscardingTaskGroup { dialers in
-                    for await address in dialRequests {
-                        dialers.addTask { await self.keepDialing(address) }
+            // Dialers start once the listener is bound, so that every handshake tells the
+            // peer the port this node listens on (§3.3).
+            func startDialers() {
+                group.addTask {
+                    await withDiscardingTaskGroup { dialers in
+                        for await address in dialRequests {
+                            dialers.addTask { await self.keepDialing(address) }
+                        }
                     }
                 }
             }
-            guard let listen = configuration.listenAddress else { return }
+            guard let listen = configuration.listenAddress else { return startDialers() }
             let listener: NIOAsyncChannel<NIOAsyncChannel<PeerChannelEvent, ByteBuffer>, Never>
             do {
                 listener = try await ServerBootstrap(group: self.group)
@@ -280,9 +296,11 @@ public final class MeshNode: Service, Sendable {
                 throw ListenError(address: listen, underlying: error)
             }
             if let address = listener.channel.localAddress {
+                registry.withLock { $0.listenPort = address.port.flatMap { UInt16(exactly: $0) } }
                 logger.info("listening on \(address)")
                 group.addTask { await self.report(.listening(address)) }
             }
+            startDialers()
             try await listener.executeThenClose { connections in
                 for try await connection in connections {
                     group.addTask {
@@ -386,12 +404,14 @@ public final class MeshNode: Service, Sendable {
         on channel: any Channel, role: ConnectionStateMachine.Role
     ) throws -> NIOAsyncChannel<PeerChannelEvent, ByteBuffer> {
         let id = ObjectIdentifier(channel)
-        let accepted = registry.withLock { registry in
-            guard !registry.stopped else { return false }
+        let listenPort = registry.withLock { registry -> UInt16?? in
+            guard !registry.stopped else { return nil }
             registry.channels[id] = channel
-            return true
+            return .some(registry.listenPort)
         }
-        guard accepted else { throw ChannelError.ioOnClosedChannel }
+        guard let listenPort else { throw ChannelError.ioOnClosedChannel }
+        var channelConfiguration = self.channelConfiguration
+        channelConfiguration.listenPort = listenPort
         channel.closeFuture.whenComplete { [self] _ in registry.withLock { _ = $0.channels.removeValue(forKey: id) } }
         try channel.pipeline.syncOperations.addHandler(
             PeerChannelHandler(
@@ -410,18 +430,24 @@ public final class MeshNode: Service, Sendable {
     /// connection that the rule of §5 keeps instead (the other one is closed then).
     func sessionAuthenticated(_ session: ConnectedPeer) -> Bool {
         let peer = session.info.identity
-        let (keep, drop) = registry.withLock { registry -> (Bool, (any Channel)?) in
+        let announced = session.announcedAddress
+        let (keep, drop, moved) = registry.withLock { registry -> (Bool, (any Channel)?, PeerAddress?) in
             if let dialed = session.dialed { registry.dialTargets[dialed]?.identity = peer }
-            if registry.blocked.contains(peer) { return (false, nil) }
+            let moved = announced.flatMap { Self.redirect(&registry, peer: peer, to: $0) }
+            if registry.blocked.contains(peer) { return (false, nil, moved) }
             guard let existing = registry.sessions[peer] else {
                 registry.sessions[peer] = session
-                return (true, nil)
+                return (true, nil, moved)
             }
             if Self.prefer(session, over: existing, localIdentity: identity) {
                 registry.sessions[peer] = session
-                return (true, existing.channel)
+                return (true, existing.channel, moved)
             }
-            return (false, nil)
+            return (false, nil, moved)
+        }
+        if let announced {
+            if let moved { logger.info("\(session.info.displayName) now listens at \(announced); dialing it there instead of \(moved)") }
+            configuration.addressAnnounced?(peer, announced, session.dialed)
         }
         if let drop {
             drop.triggerUserOutboundEvent(
@@ -436,6 +462,24 @@ public final class MeshNode: Service, Sendable {
             session.channel.triggerUserOutboundEvent(request, promise: nil)
         }
         return keep
+    }
+
+    /// Moves the dialing of `peer` to the address it announced, when this node dials it (as a
+    /// configured or added peer) at a port it no longer listens on: the node restarted on a
+    /// new port. Returns the address no longer dialed. Discovered addresses are discovery's
+    /// to manage; an address on the same port (a host name for the same node) is kept.
+    private static func redirect(_ registry: inout Registry, peer: PublicIdentity, to announced: PeerAddress) -> PeerAddress? {
+        guard registry.dialTargets[announced] == nil,
+            let (old, target) = registry.dialTargets.first(where: { $0.value.identity == peer && $0.value.how != .discovered }),
+            old.port != announced.port
+        else { return nil }
+        registry.dialTargets[old] = nil
+        target.waiter?.resume()
+        var moved = DialTarget(how: target.how)
+        moved.identity = peer
+        registry.dialTargets[announced] = moved
+        registry.dialRequests?.yield(announced)
+        return old
     }
 
     /// §5: of two connections with one peer, keep the one whose initiator has the lesser

@@ -33,6 +33,8 @@ public struct ConnectionStateMachine: Sendable {
         public var identity: NodeIdentity
         public var meshKey: MeshKey
         public var displayName: String
+        /// The port the node listens on, told to each peer in the node info.
+        public var listenPort: UInt16?
         public var policy: ChannelPolicy
         /// Where handshakes draw their ephemeral keys: libsodium's CSPRNG on a node, a
         /// `SeededRandomSource` in a simulation, so the same seeds give the same bytes.
@@ -52,7 +54,7 @@ public struct ConnectionStateMachine: Sendable {
             self.staticKey = identity.agreementKeyPair()
         }
 
-        var localInfo: NodeInfo { NodeInfo(identity: identity.publicKey, displayName: displayName) }
+        var localInfo: NodeInfo { NodeInfo(identity: identity.publicKey, displayName: displayName, listenPort: listenPort) }
     }
 
     private enum State: Sendable {

@@ -3,8 +3,8 @@ import WeftBytes
 import WeftCrypto
 
 /// What a node tells its peer in its handshake payload (SPEC.md "Handshake payload"):
-/// protocol version (u16) | features (u64) | Ed25519 public key (32) | display name (u8 length + UTF-8).
-/// Bytes after the name are ignored, so later versions can append fields.
+/// protocol version (u16) | features (u64) | Ed25519 public key (32) | display name (u8 length + UTF-8)
+/// | optional listen port (u16). Bytes after those are ignored, so later versions can append fields.
 public struct NodeInfo: Hashable, Sendable {
     public var protocolVersion: UInt16
     /// Feature bits; none are defined in version 1.
@@ -12,11 +12,15 @@ public struct NodeInfo: Hashable, Sendable {
     /// The node's identity; its converted X25519 key must equal the Noise static key.
     public var identity: PublicIdentity
     public var displayName: String
+    /// The TCP port the node accepts connections on, if it listens: a peer that knew the node
+    /// at another address (it restarted on a new port) dials this one from now on.
+    public var listenPort: UInt16?
 
     public init(
         identity: PublicIdentity, displayName: String,
-        protocolVersion: UInt16 = WireConstants.protocolVersion, features: UInt64 = 0
+        protocolVersion: UInt16 = WireConstants.protocolVersion, features: UInt64 = 0, listenPort: UInt16? = nil
     ) {
+        self.listenPort = listenPort
         self.protocolVersion = protocolVersion
         self.features = features
         self.identity = identity
@@ -28,6 +32,7 @@ public struct NodeInfo: Hashable, Sendable {
         // Cut again here: `displayName` is a var, and may have been set past the limit.
         buffer.writeInteger(protocolVersion) + buffer.writeInteger(features) + buffer.writeBytes(identity.bytes)
             + buffer.writeLengthPrefixedText(displayName.truncatedToUTF8(WireConstants.maxDisplayNameByteCount), UInt8.self)
+            + (listenPort.map { buffer.writeInteger($0) } ?? 0)
     }
 
     public var bytes: [UInt8] {
@@ -57,5 +62,8 @@ public struct NodeInfo: Hashable, Sendable {
         self.protocolVersion = version
         self.features = features
         self.displayName = name
+        // Fewer than two bytes after the name: a node that does not say (or an older one).
+        let port = buffer.readInteger(as: UInt16.self) ?? 0
+        self.listenPort = port == 0 ? nil : port
     }
 }

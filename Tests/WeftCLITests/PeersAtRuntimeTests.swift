@@ -28,7 +28,8 @@ struct PeersAtRuntimeTests {
         try await eventually("bob connects to alice") { try await Self.peerUsers(bob) == [aliceID] }
         let origin = try #require(try await bob.json("peers") as? [[String: Any]]).first?["origin"] as? String
         #expect(origin == "added")
-        #expect(try String(contentsOfFile: "\(bob.home)/peers", encoding: .utf8) == "\(alice.address)\n")
+        // Once connected, the line names whose node answered there (the address it announced).
+        #expect(try String(contentsOfFile: "\(bob.home)/peers", encoding: .utf8) == "\(alice.address) \(aliceID)\n")
         #expect(fileMode("\(bob.home)/peers") == 0o600)
 
         // Restarted without --peer: the home remembers alice.
@@ -44,5 +45,50 @@ struct PeersAtRuntimeTests {
         let bad = try await bob.run(["connect"], ["not-an-address"])
         #expect(bad.status == 1)
         #expect(bad.stderr == "weft: \"not-an-address\" is not host:port with a port from 0 to 65535.\n")
+    }
+
+    @Test("a relay restarted on a new port is found again: it dials where its peers last listened, tells its new port, and they dial it there after their own restarts")
+    func relayOnNewPort() async throws {
+        let dir = try TemporaryDirectory()
+        let relay = try await RunningNode(dir, "relay")
+        let alice = try await RunningNode(dir, "alice", meshKeyFrom: relay)
+        let carol = try await RunningNode(dir, "carol", meshKeyFrom: relay)
+        try await relay.start()
+        let firstAddress = relay.address
+        try await alice.start(["--peer", firstAddress])
+        try await carol.start(["--peer", firstAddress])
+        defer {
+            for node in [relay, alice, carol] { node.process?.terminate() }
+        }
+        let relayID = try await relay.userID()
+        let (aliceID, carolID) = (try await alice.userID(), try await carol.userID())
+        try await eventually("alice and carol reach the relay") { try await Set(Self.peerUsers(relay)) == [aliceID, carolID] }
+        // The relay remembers where each said it listens.
+        let remembered = try String(contentsOfFile: "\(relay.home)/peers", encoding: .utf8)
+        #expect(remembered.contains("\(alice.address) \(aliceID)\n") && remembered.contains("\(carol.address) \(carolID)\n"), "\(remembered)")
+
+        // The relay comes back on another port: alice and carol cannot reach it where they
+        // were told to; it dials them.
+        #expect(try await relay.stop() == 0)
+        try await relay.start()
+        #expect(relay.address != firstAddress)
+        try await eventually("the relay dials alice and carol again") { try await Set(Self.peerUsers(relay)) == [aliceID, carolID] }
+        try await eventually("alice remembers the relay's new address") {
+            (try? String(contentsOfFile: "\(alice.home)/peers", encoding: .utf8))?.contains("\(relay.address) \(relayID)\n") == true
+        }
+
+        // alice restarts on a new port too, with the old --peer: the relay cannot dial her;
+        // she dials the relay where it last said it listens.
+        #expect(try await alice.stop() == 0)
+        try await alice.start(["--peer", firstAddress])
+        try await eventually("alice dials the relay at its new address") {
+            let peers = try #require(try await alice.json("peers") as? [[String: Any]])
+            return peers.contains { $0["user"] as? String == relayID && $0["origin"] as? String != "inbound" }
+        }
+
+        // And the mesh works through the relay: carol's message reaches alice.
+        let conversation = try await carol.ok("conv new", arguments: [aliceID])
+        let message = try await carol.ok("send", arguments: [conversation, "--text", "found you"])
+        #expect(try await alice.run(["wait", message], ["--timeout", "20"]).status == 0)
     }
 }

@@ -47,11 +47,16 @@ struct NodeInfoTests {
         }
     }
 
-    @Test("trailing bytes are ignored")
-    func trailingBytes() throws {
+    @Test("the listen port follows the name; one byte after the name, a port of 0, and bytes after the port are ignored")
+    func listenPortAndTrailingBytes() throws {
         let info = Self.samples[2]
-        #expect(try NodeInfo(bytes: info.bytes + [0]) == info)
-        #expect(try NodeInfo(bytes: info.bytes + Array(repeating: 0xff, count: 300)) == info)
+        #expect(info.listenPort == nil)
+        #expect(try NodeInfo(bytes: info.bytes + [0xff]) == info)
+        #expect(try NodeInfo(bytes: info.bytes + [0, 0] + Array(repeating: 0xff, count: 300)) == info)
+        var listening = info
+        listening.listenPort = 7400
+        #expect(listening.bytes == info.bytes + [0x1c, 0xe8])
+        #expect(try NodeInfo(bytes: listening.bytes + Array(repeating: 0xff, count: 300)) == listening)
     }
 
     @Test("a display name over 64 bytes is rejected when read")

@@ -114,7 +114,7 @@ public final class NodeDaemon: Service, Sendable {
             settings: .init(
                 displayName: configuration.node.displayName, timeToLive: configuration.timeToLive,
                 retentionDays: configuration.retentionDays, startedAt: Mailbox.systemClock()),
-            node: node, replication: ReplicatorReport(replicator: replicator), discovery: discovery,
+            node: node, replication: ReplicatorFigures(replicator: replicator), discovery: discovery,
             rememberedPeers: remembered)
         events.daemon = self
     }

@@ -8,7 +8,7 @@ extension SyncCore {
     /// Sends `message` to `peer`, or queues it while the peer is not writable. Returns false if
     /// the queue had no room (then nothing was sent, and the caller must not record it).
     @discardableResult
-    mutating func send(_ message: SyncMessage, to peer: PeerID) -> Bool {
+    mutating func send(_ message: SyncMessage, to peer: ConnectionNumber) -> Bool {
         guard let state = peers[peer] else { return false }
         if state.isWritable && state.queue.isEmpty {
             output.append(.send(peer, message))
@@ -26,7 +26,7 @@ extension SyncCore {
 
     /// Sends the peer the log's operations past `beyond` from the store, now if it is
     /// writable and not behind, else once it is (then past its known heads at that time).
-    mutating func sendFromStore(_ conversation: ConversationID, to peer: PeerID, beyond: VersionVector) {
+    mutating func sendFromStore(_ conversation: ConversationID, to peer: ConnectionNumber, beyond: VersionVector) {
         guard let state = peers[peer] else { return }
         guard state.isWritable, !state.isBehind, state.storeReads < configuration.maxStoreReadsPerPeer else {
             peers[peer]?.record(beyond, in: conversation)
@@ -48,7 +48,7 @@ extension SyncCore {
     /// Sends the peer operations it asked for by identifier: now if it is writable and has a
     /// read to spare, else once it has (at most `maxDeferredIDsPerPeer` wait; past that they
     /// are dropped, and the peer asks again or anti-entropy finds them).
-    mutating func sendStoredOperations(_ ids: [OperationID], to peer: PeerID) {
+    mutating func sendStoredOperations(_ ids: [OperationID], to peer: ConnectionNumber) {
         guard let state = peers[peer], !ids.isEmpty else { return }
         guard state.isWritable, state.deferredIDs.isEmpty, state.storeReads < configuration.maxStoreReadsPerPeer else {
             let room = max(0, configuration.maxDeferredIDsPerPeer - state.deferredIDs.count)
@@ -60,7 +60,7 @@ extension SyncCore {
         peers[peer]?.storeReads += 1
     }
 
-    mutating func setWritable(_ peer: PeerID, _ isWritable: Bool) {
+    mutating func setWritable(_ peer: ConnectionNumber, _ isWritable: Bool) {
         guard peers[peer] != nil else { return }
         peers[peer]?.isWritable = isWritable
         guard isWritable, let state = peers[peer] else { return }
@@ -71,7 +71,7 @@ extension SyncCore {
     }
 
     /// A read from the store for the peer finished: the next waiting one may start.
-    mutating func storeReadDone(_ peer: PeerID) {
+    mutating func storeReadDone(_ peer: ConnectionNumber) {
         guard let state = peers[peer] else { return }
         peers[peer]?.storeReads = max(0, state.storeReads - 1)
         if state.isWritable { resumeReads(for: peer) }
@@ -79,7 +79,7 @@ extension SyncCore {
 
     /// Starts the reads the peer's requests wait for, as many as it may have under way: the
     /// logs it fell behind on, most recently active first, then operations by identifier.
-    private mutating func resumeReads(for peer: PeerID) {
+    private mutating func resumeReads(for peer: ConnectionNumber) {
         guard let state = peers[peer], state.hasDeferredReads else { return }
         peers[peer]?.behind = []
         for conversation in catchUpOrder(state.behind) {
@@ -133,7 +133,7 @@ extension SyncCore {
         }
     }
 
-    private mutating func pushOperations(_ operations: [SignedOperation], to peer: PeerID) {
+    private mutating func pushOperations(_ operations: [SignedOperation], to peer: ConnectionNumber) {
         guard let state = peers[peer] else { return }
         if !state.isBehind, send(.operations(SyncMessage.Operations(isPush: true, operations: operations)), to: peer) {
             for operation in operations {

@@ -59,7 +59,7 @@ extension SyncCore {
         let order = peerOrder
         // Operations the removal rule may withhold from a peer go to it through a read, which
         // judges each on its causal past (the commit does not report pasts).
-        var judged: [PeerID: [SignedOperation]] = [:]
+        var judged: [ConnectionNumber: [SignedOperation]] = [:]
         for signed in outcome.stored {
             // Learned only once stored: an operation the store refused (a forged signature)
             // says nothing about what exists.
@@ -124,7 +124,7 @@ extension SyncCore {
     /// log past this node's heads brought back everything in flight on a busy log (a mesh of
     /// 20 nodes received each operation twice over).
     private mutating func scheduleCauseRequests(
-        for operations: [SignedOperation], missing: [ConversationID: [OperationID]], from peer: PeerID
+        for operations: [SignedOperation], missing: [ConversationID: [OperationID]], from peer: ConnectionNumber
     ) {
         let due = now + graftTimeout
         for conversation in Set(operations.map(\.operation.conversation)).sorted() {
@@ -181,7 +181,7 @@ extension SyncCore {
 
     // MARK: - Operations received
 
-    mutating func receiveOperations(_ message: SyncMessage.Operations, from peer: PeerID) {
+    mutating func receiveOperations(_ message: SyncMessage.Operations, from peer: ConnectionNumber) {
         guard let state = peers[peer] else { return }
         statistics.operationsReceived += message.operations.count
         let pending = pendingByUser[state.user] ?? PendingCount()
@@ -273,7 +273,7 @@ extension SyncCore {
 
     // MARK: - Announcements
 
-    mutating func receiveAnnouncements(_ announcements: [SyncMessage.Announcement], from peer: PeerID) {
+    mutating func receiveAnnouncements(_ announcements: [SyncMessage.Announcement], from peer: ConnectionNumber) {
         for announcement in announcements {
             peers[peer]?.known.insert(announcement.id)
             peers[peer]?.confirm(announcement.id)
@@ -331,7 +331,7 @@ extension SyncCore {
     private mutating func requestOverdueAnnouncements() {
         let overdue = missing.filter { $0.value.deadline <= now }.keys.sorted()
         guard !overdue.isEmpty else { return }
-        var requests: [PeerID: [ConversationID: [OperationID]]] = [:]
+        var requests: [ConnectionNumber: [ConversationID: [OperationID]]] = [:]
         for id in overdue {
             guard var entry = missing[id] else { continue }
             let held = logs[entry.conversation]?.heads[entry.author] ?? 0 >= entry.sequence || recent.contains(id)
@@ -368,7 +368,7 @@ extension SyncCore {
     }
 
     /// Sends WANT entries in messages that fit, however many identifiers an entry holds.
-    mutating func sendWants(_ entries: [SyncMessage.Want.Entry], isGraft: Bool, to peer: PeerID) {
+    mutating func sendWants(_ entries: [SyncMessage.Want.Entry], isGraft: Bool, to peer: ConnectionNumber) {
         for want in SyncMessage.Want.messages(entries, isGraft: isGraft, softLimit: configuration.messageBodySoftLimit) {
             send(.want(want), to: peer)
         }

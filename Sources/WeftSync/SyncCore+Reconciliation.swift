@@ -11,7 +11,7 @@ extension SyncCore {
     /// Begins an anti-entropy interval with the peer (on connect, then every interval): asks
     /// for whatever an unfinished reconciliation found, renews the peer's round budget, and
     /// starts a reconciliation if this node is the one that starts them.
-    mutating func startReconciliation(with peer: PeerID) {
+    mutating func startReconciliation(with peer: ConnectionNumber) {
         guard let state = peers[peer] else { return }
         requestFound(from: peer)
         peers[peer]?.lastReconciliation = now
@@ -27,7 +27,7 @@ extension SyncCore {
     func startsReconciliation(with user: UserID) -> Bool { !(user < localUser) }
 
     /// One round of reconciliation from the peer: answers it, and gathers what it settled.
-    mutating func receiveHave(_ have: HaveMessage, from peer: PeerID) {
+    mutating func receiveHave(_ have: HaveMessage, from peer: ConnectionNumber) {
         guard let state = peers[peer] else { return }
         guard state.reconciliation.roundsLeft > 0 else {
             statistics.reconciliationRoundsIgnored += 1
@@ -55,7 +55,7 @@ extension SyncCore {
 
     /// A SUMMARY from the peer (§14.4): the logs whose digests differ from ours are asked for
     /// once its final part arrives.
-    mutating func receiveSummary(_ part: SyncMessage.Summary, from peer: PeerID) {
+    mutating func receiveSummary(_ part: SyncMessage.Summary, from peer: ConnectionNumber) {
         guard let state = peers[peer] else { return }
         guard state.incomingSummary.count + part.entries.count <= configuration.maxSummaryEntries else {
             output.append(.close(peer, reason: "a SUMMARY of more than \(configuration.maxSummaryEntries) logs"))
@@ -74,7 +74,7 @@ extension SyncCore {
     }
 
     /// Asks the peer for the differing logs the reconciliation with it has found so far.
-    private mutating func requestFound(from peer: PeerID) {
+    private mutating func requestFound(from peer: ConnectionNumber) {
         guard let found = peers[peer]?.reconciliation.found, !found.isEmpty else { return }
         peers[peer]?.reconciliation.found = []
         // HAVE carries no activity: this node's own, where it holds the log.
@@ -88,7 +88,7 @@ extension SyncCore {
     /// node's heads, or the whole log when the peer last asked for it with heads equal to ours
     /// and our digest has not changed since (a fork, or operations pending past a gap on both
     /// sides).
-    mutating func requestDiffering(_ differing: [ConversationID: HLCTimestamp], from peer: PeerID) {
+    mutating func requestDiffering(_ differing: [ConversationID: HLCTimestamp], from peer: ConnectionNumber) {
         guard let state = peers[peer] else { return }
         let order = differing.sorted { a, b in a.value != b.value ? a.value > b.value : a.key < b.key }.map(\.key)
         var entries: [SyncMessage.Want.Entry] = []

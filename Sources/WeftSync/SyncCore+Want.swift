@@ -6,7 +6,7 @@ import WeftModel
 extension SyncCore {
     // MARK: - WANT
 
-    mutating func receiveWant(_ want: SyncMessage.Want, from peer: PeerID) {
+    mutating func receiveWant(_ want: SyncMessage.Want, from peer: ConnectionNumber) {
         if want.isGraft { peers[peer]?.isEager = true }
         var answered: [ConversationID: VersionVector] = [:]
         var ids: [OperationID] = []

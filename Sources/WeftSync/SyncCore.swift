@@ -17,7 +17,7 @@ public struct SyncCore: Sendable {
     /// The published, unpruned logs by digest: what reconciliation (HAVE) compares. Kept in
     /// step with `logs`, O(log n) per changed digest.
     var reconciliationSet: ReconciliationSet
-    var peers: [PeerID: PeerState] = [:]
+    var peers: [ConnectionNumber: PeerState] = [:]
     /// Per conversation, the highest heads any peer was known to hold: what `unsynced` counts.
     var bestKnownHeads: [ConversationID: VersionVector] = [:]
     /// Operations received lately (handed to the store, or stored): a second copy is a duplicate.
@@ -43,11 +43,11 @@ public struct SyncCore: Sendable {
     static let maxCreationsInFlight = 65_536
     /// The identities of connections that ended lately: a commit of what one of them sent may
     /// come after its end, and still counts against its identity. The last 1,024.
-    var departed: [PeerID: UserID] = [:]
+    var departed: [ConnectionNumber: UserID] = [:]
     /// The §13.3 removal rule, from the memberships the store reports: what must not go to
     /// the node of a user removed from a conversation.
     var removalRule: RemovalRule
-    var departedOrder: [PeerID] = []
+    var departedOrder: [ConnectionNumber] = []
     /// How late eager pushes arrive after the first announcement of the same operation: a
     /// maximum that decays by a sixty-fourth at each new observation below it (§14.8).
     var pushLateness: UInt64 = 0
@@ -62,7 +62,7 @@ public struct SyncCore: Sendable {
     var output: [SyncAction] = []
     /// Pushes, announcements and acknowledgements of the event being handled, per peer: sent
     /// as one message of each kind per peer when the event is done.
-    var outgoing: [PeerID: OutgoingBatch] = [:]
+    var outgoing: [ConnectionNumber: OutgoingBatch] = [:]
 
     /// A core for a node whose store holds `summaries` (from `Store.logSummaries()`) and the
     /// merge groups with removals that `memberships` describes (`Store.membershipFacts()`),
@@ -114,7 +114,7 @@ public struct SyncCore: Sendable {
         return output
     }
 
-    private mutating func receive(_ message: SyncMessage, from peer: PeerID) {
+    private mutating func receive(_ message: SyncMessage, from peer: ConnectionNumber) {
         switch message {
         case .have(let have):
             receiveHave(have, from: peer)
@@ -149,7 +149,7 @@ public struct SyncCore: Sendable {
     }
 
     /// What the core knows of a connected peer (for `weft peers`); nil for an unknown peer.
-    public func peerKnowledge(_ peer: PeerID) -> PeerKnowledge? {
+    public func peerKnowledge(_ peer: ConnectionNumber) -> PeerKnowledge? {
         guard let state = peers[peer] else { return nil }
         return PeerKnowledge(
             user: state.user, isEager: state.isEager, isWritable: state.isWritable, isBehind: state.isBehind,
@@ -157,10 +157,10 @@ public struct SyncCore: Sendable {
     }
 
     /// The connected peers, in order.
-    public var connectedPeers: [PeerID] { peerOrder }
+    public var connectedPeers: [ConnectionNumber] { peerOrder }
 
     /// The connected peers in a fixed order, so that the same events give the same actions.
-    var peerOrder: [PeerID] { peers.keys.sorted() }
+    var peerOrder: [ConnectionNumber] { peers.keys.sorted() }
 
     /// The log summaries the core works from (as the store last reported them).
     public func summary(of conversation: ConversationID) -> LogSummary? { logs[conversation] }
@@ -227,7 +227,7 @@ struct MissingOperation: Sendable {
     var author: UserID
     var sequence: UInt64
     /// Peers that announced it, in order; the first still connected is asked.
-    var announcers: [PeerID]
+    var announcers: [ConnectionNumber]
     /// The identity of the first announcer: whose bound the entry counts against.
     var firstAnnouncer: UserID
     var deadline: UInt64

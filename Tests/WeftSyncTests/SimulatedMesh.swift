@@ -23,13 +23,13 @@ struct SimulatedMesh {
         var core: SyncCore
         var isUp = true
         /// Open connections: this side's peer number to the other node and its peer number.
-        var connections: [PeerID: (node: Int, peer: PeerID)] = [:]
+        var connections: [ConnectionNumber: (node: Int, peer: ConnectionNumber)] = [:]
         var user: UserID { identity.publicKey }
     }
 
     enum Scheduled {
-        case deliver(node: Int, peer: PeerID, payload: [UInt8])
-        case writable(node: Int, peer: PeerID)
+        case deliver(node: Int, peer: ConnectionNumber, payload: [UInt8])
+        case writable(node: Int, peer: ConnectionNumber)
     }
 
     var nodes: [Node]
@@ -43,9 +43,9 @@ struct SimulatedMesh {
     /// Whether a connection delivers in order (as TCP does); if not, messages overtake.
     var preservesOrder = false
     /// Per connection (by receiving node and peer), when its last message arrives.
-    private var lastArrival: [Int: [PeerID: UInt64]] = [:]
+    private var lastArrival: [Int: [ConnectionNumber: UInt64]] = [:]
     private var queue = EventQueue()
-    private var nextPeer: PeerID = 1
+    private var nextPeer: ConnectionNumber = 1
     private(set) var messagesSent = 0
     private(set) var bytesSent = 0
     /// Operations the removal rule kept from a peer.
@@ -159,7 +159,7 @@ struct SimulatedMesh {
     }
 
     /// Makes a connection of a node unwritable for `duration`.
-    mutating func stall(_ index: Int, peer: PeerID, for duration: UInt64) {
+    mutating func stall(_ index: Int, peer: ConnectionNumber, for duration: UInt64) {
         handle(index, .writable(peer, false))
         queue.push(time: now + duration, .writable(node: index, peer: peer))
     }
@@ -195,7 +195,7 @@ struct SimulatedMesh {
 
     /// Sends what a read found, less what the removal rule the core gave withholds, judged on
     /// the causal pasts the node's replica holds (as the driver does with the store's).
-    private mutating func sendAnswer(_ operations: [SignedOperation], from index: Int, peer: PeerID, withholding: Withholding?) {
+    private mutating func sendAnswer(_ operations: [SignedOperation], from index: Int, peer: ConnectionNumber, withholding: Withholding?) {
         var operations = operations
         if let withholding {
             let replica = nodes[index].store.replica
@@ -210,7 +210,7 @@ struct SimulatedMesh {
         }
     }
 
-    private mutating func transmit(_ message: SyncMessage, from index: Int, peer: PeerID) {
+    private mutating func transmit(_ message: SyncMessage, from index: Int, peer: ConnectionNumber) {
         guard let remote = nodes[index].connections[peer] else { return }
         guard let payload = try? message.encode() else {
             Issue.record("node \(index) asked to send a \(message.type) message that does not fit")

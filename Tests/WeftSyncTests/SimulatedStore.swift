@@ -21,7 +21,7 @@ struct SimulatedStore {
 
     /// Stores operations received from `source` (verified here, as the store does) and says
     /// what happened.
-    mutating func receive(_ operations: [SignedOperation], from source: PeerID) -> StoreOutcome {
+    mutating func receive(_ operations: [SignedOperation], from source: ConnectionNumber) -> StoreOutcome {
         var fresh: [SignedOperation] = []
         var duplicates = 0
         var refused: [OperationID] = []

@@ -15,7 +15,7 @@ private struct CorePair {
     private var inFlight: [(to: Int, message: SyncMessage)] = []
 
     /// Node i's peer number for the other node.
-    static let peer: [PeerID] = [1, 2]
+    static let peer: [ConnectionNumber] = [1, 2]
     static let users = [SyncFixtures.users[0], SyncFixtures.users[1]]
 
     init(shared: [LogSummary], stores: [SimulatedStore]) {

@@ -6,18 +6,18 @@ import WeftModel
 /// Helpers that read a core's actions.
 extension Array where Element == SyncAction {
     /// Messages sent to `peer`, in order.
-    func messages(to peer: PeerID) -> [SyncMessage] {
+    func messages(to peer: ConnectionNumber) -> [SyncMessage] {
         compactMap { if case .send(peer, let message) = $0 { message } else { nil } }
     }
 
     /// Operations pushed to `peer`.
-    func pushes(to peer: PeerID) -> [SignedOperation] {
+    func pushes(to peer: ConnectionNumber) -> [SignedOperation] {
         messages(to: peer).flatMap { message -> [SignedOperation] in
             if case .operations(let ops) = message, ops.isPush { ops.operations } else { [] }
         }
     }
 
-    func announcements(to peer: PeerID) -> [SyncMessage.Announcement] {
+    func announcements(to peer: ConnectionNumber) -> [SyncMessage.Announcement] {
         messages(to: peer).flatMap { message -> [SyncMessage.Announcement] in
             if case .ihave(let list) = message { list } else { [] }
         }
@@ -34,7 +34,7 @@ struct CoreHarness {
     let ops: [SignedOperation]
     var held: [SignedOperation] = []
 
-    init(messages: Int = 5, configuration: SyncConfiguration = SyncConfiguration(), peers: [PeerID] = [1, 2, 3]) throws {
+    init(messages: Int = 5, configuration: SyncConfiguration = SyncConfiguration(), peers: [ConnectionNumber] = [1, 2, 3]) throws {
         ops = try SyncFixtures.conversation(messages: messages)
         core = SyncCore(configuration: configuration, localUser: SyncFixtures.users[30], summaries: [])
         for peer in peers {
@@ -44,7 +44,7 @@ struct CoreHarness {
     }
 
     /// The store committed `new` (from `source`, nil for local), with `pending` of them pending.
-    mutating func store(_ new: [SignedOperation], from source: PeerID? = nil, pending: Int = 0, isPublished: Bool = true) -> [SyncAction] {
+    mutating func store(_ new: [SignedOperation], from source: ConnectionNumber? = nil, pending: Int = 0, isPublished: Bool = true) -> [SyncAction] {
         held += new
         return core.handle(.stored(StoreOutcome(
             summaries: [SyncFixtures.summary(of: held, isPublished: isPublished)], stored: new, pending: pending,
@@ -53,7 +53,7 @@ struct CoreHarness {
 
     /// The peer's message, and its actions. Reads from the store it asks for are done at
     /// once, as far as the core can tell (`.storeReadDone` follows each, as from the driver).
-    mutating func receive(_ message: SyncMessage, from peer: PeerID) -> [SyncAction] {
+    mutating func receive(_ message: SyncMessage, from peer: ConnectionNumber) -> [SyncAction] {
         var actions = core.handle(.received(peer, message))
         var index = 0
         while index < actions.count {
@@ -128,7 +128,7 @@ struct SyncCorePushTests {
         #expect(actions.pushes(to: 3) == [h.ops[1], h.ops[2], h.ops[4]])
         // Nothing goes twice: storing more pushes only the new one.
         let next = h.store([h.ops[5]])
-        for peer: PeerID in [1, 2, 3] { #expect(next.pushes(to: peer) == [h.ops[5]]) }
+        for peer: ConnectionNumber in [1, 2, 3] { #expect(next.pushes(to: peer) == [h.ops[5]]) }
     }
 
     @Test("an answer past a WANT's heads leaves out what the peer said it holds and what was pushed to it within the graft timeout, never older pushes")

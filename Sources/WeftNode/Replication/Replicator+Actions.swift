@@ -53,7 +53,7 @@ extension Replicator {
     /// Hands a read to the peer's reader. False if it cannot take it: the connection is gone
     /// (the core is told of that by its end), or its buffer is full, which the core's bound
     /// on reads under way rules out (then the read is dropped and the core told it is done).
-    private func startRead(_ job: StoreReadJob, for peer: PeerID) -> Bool {
+    private func startRead(_ job: StoreReadJob, for peer: ConnectionNumber) -> Bool {
         let result = links.withLock { $0.jobs[peer]?.yield(job) }
         switch result {
         case .enqueued, nil: return true

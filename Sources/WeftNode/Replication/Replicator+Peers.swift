@@ -6,16 +6,16 @@ import WeftSync
 /// The connected peers as the replicator numbers them: one number per connection, so that
 /// nothing of an old connection (its writer, its streams, its reads) reaches a new one.
 struct Links: ~Copyable {
-    var nextPeer: PeerID = 1
+    var nextPeer: ConnectionNumber = 1
     /// Each authenticated connection's number.
-    var peers: [PeerConnection: PeerID] = [:]
+    var peers: [PeerConnection: ConnectionNumber] = [:]
     /// Each identity's current connection (one per peer, `MeshNode`'s rule).
     var current: [PublicIdentity: PeerConnection] = [:]
-    var connections: [PeerID: PeerConnection] = [:]
-    var outboxes: [PeerID: PeerOutbox] = [:]
+    var connections: [ConnectionNumber: PeerConnection] = [:]
+    var outboxes: [ConnectionNumber: PeerOutbox] = [:]
     /// Each peer's reads from the store, done in order by its reader task. The core has at
     /// most `maxStoreReadsPerPeer` under way per peer, so the buffer never fills.
-    var jobs: [PeerID: AsyncStream<StoreReadJob>.Continuation] = [:]
+    var jobs: [ConnectionNumber: AsyncStream<StoreReadJob>.Continuation] = [:]
     var spawn: AsyncStream<@Sendable () async -> Void>.Continuation?
 }
 
@@ -36,7 +36,7 @@ struct StoreReadJob: Sendable {
 extension Replicator {
     /// Numbers a newly authenticated connection and starts its writer and reader. Returns the
     /// number of the connection of the same peer it replaces, if any.
-    func connect(_ connection: PeerConnection) -> (PeerID, replaced: PeerID?) {
+    func connect(_ connection: PeerConnection) -> (ConnectionNumber, replaced: ConnectionNumber?) {
         let outbox = PeerOutbox(
             connection: connection, highWatermark: configuration.highWatermark, lowWatermark: configuration.lowWatermark)
         let (jobs, jobContinuation) = AsyncStream<StoreReadJob>.makeStream(
@@ -60,7 +60,7 @@ extension Replicator {
 
     /// Forgets a connection that ended; returns its number, nil if it was not numbered (it
     /// was replaced before, or never authenticated).
-    func disconnect(_ connection: PeerConnection) -> PeerID? {
+    func disconnect(_ connection: PeerConnection) -> ConnectionNumber? {
         links.withLock { links in
             guard let peer = links.peers[connection] else { return nil }
             Self.forget(peer, in: &links)
@@ -68,7 +68,7 @@ extension Replicator {
         }
     }
 
-    private static func forget(_ peer: PeerID, in links: inout Links) {
+    private static func forget(_ peer: ConnectionNumber, in links: inout Links) {
         if let connection = links.connections.removeValue(forKey: peer) {
             links.peers[connection] = nil
             if links.current[connection.identity] == connection { links.current[connection.identity] = nil }
@@ -80,7 +80,7 @@ extension Replicator {
     /// The writer: one message at a time, each sent once the previous one left, through this
     /// connection's compressed stream (§14.11), which is why one task writes them all, and
     /// only to this connection.
-    private func write(_ outbox: PeerOutbox, peer: PeerID) async {
+    private func write(_ outbox: PeerOutbox, peer: ConnectionNumber) async {
         let stream = SyncStreamEncoder()
         while let message = await outbox.next() {
             do {
@@ -95,7 +95,7 @@ extension Replicator {
 
     /// The reader: sends a peer the stored operations it lacks, no faster than it takes them,
     /// and tells the core when each read is done.
-    private func read(_ jobs: AsyncStream<StoreReadJob>, for peer: PeerID, outbox: PeerOutbox) async {
+    private func read(_ jobs: AsyncStream<StoreReadJob>, for peer: ConnectionNumber, outbox: PeerOutbox) async {
         for await job in jobs {
             do {
                 switch job.kind {
@@ -131,7 +131,7 @@ extension Replicator {
     /// outbox holds at most its high mark and one message more. Crossing the mark tells the
     /// core the peer is not writable, so it starts no more reads until the peer catches up.
     private func sendStored(
-        _ operations: [SignedOperation], to outbox: PeerOutbox, peer: PeerID, withholding: Withholding?
+        _ operations: [SignedOperation], to outbox: PeerOutbox, peer: ConnectionNumber, withholding: Withholding?
     ) async throws {
         var operations = operations
         if let withholding {

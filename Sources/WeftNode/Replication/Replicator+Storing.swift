@@ -94,7 +94,7 @@ extension Replicator {
             }
             inFlight.withLock { inFlight in for signed in operations { inFlight.remove(signed.id) } }
             // The core forgets it saw them, so they are taken again when offered again.
-            var bySource: [PeerID: [OperationID]] = [:]
+            var bySource: [ConnectionNumber: [OperationID]] = [:]
             for item in items { bySource[item.source, default: []].append(item.operation.id) }
             for (source, ids) in bySource.sorted(by: { $0.key < $1.key }) {
                 await feed(.stored(StoreOutcome(summaries: [], stored: [], refused: ids, source: source)))
@@ -123,8 +123,8 @@ extension Replicator {
         let pending = Set(applied.report.pending)
         let refused = Set(applied.refused.map(\.operation))
         let pushable = Dictionary(applied.storedOperations.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        var outcomes: [PeerID: StoreOutcome] = [:]
-        var order: [PeerID] = []
+        var outcomes: [ConnectionNumber: StoreOutcome] = [:]
+        var order: [ConnectionNumber] = []
         var taken: Set<OperationID> = []
         for item in items {
             let id = item.operation.id

@@ -8,7 +8,7 @@ import WeftSync
 final class UnstoredOperations: Sendable {
     struct Item: Sendable {
         var operation: SignedOperation
-        var source: PeerID
+        var source: ConnectionNumber
     }
 
     private struct State: ~Copyable {
@@ -25,7 +25,7 @@ final class UnstoredOperations: Sendable {
 
     var count: Int { state.withLock { $0.items.count } }
 
-    func add(_ operations: [SignedOperation], from source: PeerID) {
+    func add(_ operations: [SignedOperation], from source: ConnectionNumber) {
         let storer = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard !state.closed else { return nil }
             state.items += operations.map { Item(operation: $0, source: source) }

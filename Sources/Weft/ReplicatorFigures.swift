@@ -2,8 +2,8 @@ import WeftControl
 import WeftModel
 import WeftNode
 
-/// The control protocol's view of a node's replication.
-struct ReplicatorReport: ReplicationReport {
+/// A `Replicator`'s figures as the control protocol shows them (`ReplicationReport`).
+struct ReplicatorFigures: ReplicationReport {
     let replicator: Replicator
 
     func unsyncedOperations(in conversation: ConversationID) async -> UInt64 { UInt64(await replicator.unsynced(conversation)) }

@@ -90,19 +90,19 @@ public final class NodeDaemon: Service, Sendable {
         let (addresses, unreadable) = remembered.load()
         for line in unreadable { logger.warning("ignoring \"\(line)\" in \(remembered.file.path): it is not host:port") }
         for address in addresses { node.connect(to: address, how: .added) }
-        let directory = PeerDirectory(clock: Mailbox.systemClock)
+        let directory = PeerDirectory(clock: LocalAuthor.systemClock)
         self.directory = directory
         var replication = ReplicationConfiguration()
         replication.retention = .seconds(Int64(configuration.retentionDays) * 24 * 3600)
         let events = EventRelay()
         replicator = try Replicator(
-            node: node, mailbox: client.mailbox, configuration: replication, logger: logger,
+            node: node, localAuthor: client.localAuthor, configuration: replication, logger: logger,
             observer: { event in events.take(event) })
         handler = ClientControlHandler(
             client: client, directory: directory,
             settings: .init(
                 displayName: configuration.node.displayName, timeToLive: configuration.timeToLive,
-                retentionDays: configuration.retentionDays, startedAt: Mailbox.systemClock()),
+                retentionDays: configuration.retentionDays, startedAt: LocalAuthor.systemClock()),
             node: node, replication: ReplicatorReport(replicator: replicator), discovery: discovery,
             rememberedPeers: remembered)
         events.daemon = self

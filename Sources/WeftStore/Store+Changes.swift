@@ -55,7 +55,7 @@ extension Store {
     /// - Parameter includingMessages: false for a consumer that reads only the logs' summaries
     ///   and stored operations (replication). While no subscriber includes messages, some
     ///   commits skip reading back the messages they only update: marking outbox entries sent
-    ///   publishes them without their message, and a node's storer (`Mailbox.receive(_:
+    ///   publishes them without their message, and a node's storer (`LocalAuthor.receive(_:
     ///   completeChanges:)`) publishes received receipts' updated messages without their
     ///   parts. A subscriber that includes messages and joins while such a commit is under way
     ///   does not get that batch; it learns so from `CommittedChanges.missedBatches` on the

@@ -2,7 +2,7 @@ import GRDB
 import WeftModel
 
 /// Signs one operation of the local user against the replica as it stands inside a write
-/// (`Mailbox` holds the identity and the clock).
+/// (`LocalAuthor` holds the identity and the clock).
 typealias LocalSigner = @Sendable (_ body: OperationBody, _ log: ConversationID, _ replica: Replica) -> SignedOperation
 
 // The delivery rule: delivered is set by the recipient's node (DESIGN.md), when it stores the

@@ -18,7 +18,7 @@ import WeftModel
 /// Every write is `async` and runs on GRDB's writer queue, which is the store's lock: writers
 /// wait their turn without holding a thread of the cooperative pool across SQLite's fsync.
 /// After each commit, whoever wrote, the store tells every `changes()` subscriber what changed.
-/// `Mailbox` writes as the local user (signing, the clock, delivered receipts) over a store.
+/// `LocalAuthor` writes as the local user (signing, the clock, delivered receipts) over a store.
 public final class Store: Sendable {
     /// The database file inside the store's directory.
     public static let fileName = "weft.sqlite"
@@ -185,7 +185,7 @@ public final class Store: Sendable {
         public var refused: [Refusal]
         /// What readers see change (the delivered receipts written with it included).
         public var changes: ChangeSet
-        /// The local user's delivered receipts written in the same commit (`Mailbox.receive`).
+        /// The local user's delivered receipts written in the same commit (`LocalAuthor.receive`).
         public var acknowledgements: [SignedOperation] = []
         /// Received operations stored for the first time (each counted once), in batch order.
         public var newOperations: [OperationID] = []
@@ -213,7 +213,7 @@ public final class Store: Sendable {
     }
 
     /// Stores operations received from peers *as they are*: it writes no receipts. A node
-    /// applies what it receives through `Mailbox.receive(_:)`, which also acknowledges the
+    /// applies what it receives through `LocalAuthor.receive(_:)`, which also acknowledges the
     /// delivery of new messages in the same commit; this is for tools, tests and benchmarks.
     ///
     /// Verifies signatures in parallel over the cores (outside the writer), refuses bad
@@ -445,7 +445,7 @@ public final class Store: Sendable {
         try await commitLocal { replica in (try build(replica), ()) }.applied
     }
 
-    /// `commitLocal(building:)` whose builder also returns a value of its own (what `Mailbox`
+    /// `commitLocal(building:)` whose builder also returns a value of its own (what `LocalAuthor`
     /// found while building, such as an existing distinct conversation).
     func commitLocal<Extra: Sendable>(
         building build: @Sendable (Replica) throws -> (LocalBatch, Extra)

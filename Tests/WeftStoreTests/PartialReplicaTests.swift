@@ -54,7 +54,7 @@ struct PartialReplicaTests {
         let friend = NodeIdentity.generate().publicKey
         let other = NodeIdentity.generate().publicKey
         let store = try Store(directory: directory.url, localUser: identity.publicKey, cachedOperationLimit: 0)
-        // By hand, not through `Mailbox`, so a second distinct creation for a set can be made.
+        // By hand, not through `LocalAuthor`, so a second distinct creation for a set can be made.
         func create(_ with: UserID) async throws -> ConversationID {
             try await store.commitLocal(building: { replica in
                 let op = me.author.withLock { $0.createConversation(with: [with], in: replica, wallMilliseconds: Self.now) }

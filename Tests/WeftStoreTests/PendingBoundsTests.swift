@@ -265,17 +265,17 @@ struct PendingBoundsTests {
         #expect(store.loadedConversations == [setting.conversation])
 
         // The local user's own conversation with someone else.
-        let mailbox = try Mailbox(store: store, identity: setting.local, wallClock: { Self.start + 3 })
+        let author = try LocalAuthor(store: store, identity: setting.local, wallClock: { Self.start + 3 })
         let work = { store.state.withLock { $0.replica!.pendingIndexWork } }
         var before = work()
-        let (other, _) = try await mailbox.createConversation(with: [NodeIdentity.generate().publicKey])
+        let (other, _) = try await author.createConversation(with: [NodeIdentity.generate().publicKey])
         // Past the cache limit (`count`): the write drops the crowded log, each waiter's three
         // index entries once.
         #expect(work() - before == 3 * count)
         #expect(store.loadedConversations == [other])
         for index in 0..<20 {
             before = work()
-            let posted = try await mailbox.post([MessagePart(mimeType: "text/plain", data: [UInt8(index)])], in: other)
+            let posted = try await author.post([MessagePart(mimeType: "text/plain", data: [UInt8(index)])], in: other)
             #expect(try store.message(posted.id) != nil)
             #expect(work() == before, "commit \(index) touched pending operations")
             #expect(store.loadedConversations == [other])

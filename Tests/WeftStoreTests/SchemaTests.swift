@@ -85,9 +85,9 @@ struct SchemaTests {
         let identity = NodeIdentity.generate()
         let peer = NodeIdentity.generate().publicKey
         let store = try Store(directory: directory, localUser: identity.publicKey)
-        let mailbox = try Mailbox(store: store, identity: identity, wallClock: { Self.now })
-        let (conversation, _) = try await mailbox.createConversation(with: [peer])
-        let posted = try await mailbox.post([MessagePart(mimeType: "text/plain", data: [1])], in: conversation)
+        let author = try LocalAuthor(store: store, identity: identity, wallClock: { Self.now })
+        let (conversation, _) = try await author.createConversation(with: [peer])
+        let posted = try await author.post([MessagePart(mimeType: "text/plain", data: [1])], in: conversation)
 
         // Back to the v1 checks, and the migration's record gone.
         try await store.database.writeWithoutTransaction { db in
@@ -135,9 +135,9 @@ struct SyncingTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let identity = NodeIdentity.generate()
         let store = try Store(directory: directory, localUser: identity.publicKey)
-        let mailbox = try Mailbox(store: store, identity: identity, wallClock: { SchemaTests.now })
-        let (conversation, _) = try await mailbox.createConversation(with: [NodeIdentity.generate().publicKey])
-        let posted = try await mailbox.post([MessagePart(mimeType: "text/plain", data: [1])], in: conversation)
+        let author = try LocalAuthor(store: store, identity: identity, wallClock: { SchemaTests.now })
+        let (conversation, _) = try await author.createConversation(with: [NodeIdentity.generate().publicKey])
+        let posted = try await author.post([MessagePart(mimeType: "text/plain", data: [1])], in: conversation)
         #expect(try await Self.writerSynchronous(store) == 2)
 
         let observed = Mutex<Int?>(nil)

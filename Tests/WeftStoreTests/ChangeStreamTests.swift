@@ -62,7 +62,7 @@ struct ChangeStreamTests {
         let store = try Store(directory: nil, localUser: identity.publicKey)
         let author = try LocalAuthor(store: store, identity: identity, wallClock: { Self.now })
         var replication = store.changes(includingMessages: false).makeAsyncIterator()
-        #expect(!store.subscribers.wantMessages)
+        #expect(!store.changeBus.wantMessages)
 
         let (conversation, _) = try await author.createConversation(with: [peer.user])
         _ = await replication.next()
@@ -96,7 +96,7 @@ struct ChangeStreamTests {
 
         // A subscriber that reads messages: updated messages come back with their parts.
         let full = store.changes().makeAsyncIterator()
-        #expect(store.subscribers.wantMessages)
+        #expect(store.changeBus.wantMessages)
         let second = try await author.post(parts, in: conversation)
         #expect(try await store.markSent(among: [second.id]) == [second.id])
         let deliveredSecond = peer.write(.delivered([second.id]), in: conversation, replica: try store.replica, wallMilliseconds: Self.now + 3)
@@ -115,12 +115,12 @@ struct ChangeStreamTests {
         let store = try Store(directory: nil, localUser: NodeIdentity.generate().publicKey)
         var replication = store.changes(includingMessages: false).makeAsyncIterator()
         var full = store.changes().makeAsyncIterator()
-        var summary = Store.Publication()
-        summary.stored = Store.StoredRecord(summaries: [LogSummary(conversation: try #require(ConversationID(bytes: [UInt8](repeating: 1, count: 16))))])
+        var summary = Publication()
+        summary.stored = StoredRecord(summaries: [LogSummary(conversation: try #require(ConversationID(bytes: [UInt8](repeating: 1, count: 16))))])
         var without = summary
         without.includesMessages = false
-        store.subscribers.publish(without)
-        store.subscribers.publish(summary)
+        store.changeBus.publish(without)
+        store.changeBus.publish(summary)
         #expect(try #require(await replication.next()).number == 1)
         #expect(try #require(await replication.next()).number == 2)
         let next = try #require(await full.next())
@@ -180,7 +180,7 @@ struct ChangeStreamTests {
         }
         _ = try await author.createConversation(with: [NodeIdentity.generate().publicKey])
         let deadline = ContinuousClock.now + .seconds(10)
-        while store.subscribers.count > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
-        #expect(store.subscribers.count == 0)
+        while store.changeBus.count > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(store.changeBus.count == 0)
     }
 }

@@ -39,7 +39,7 @@ struct PartialReplicaTests {
                 groups.insert(id)
                 if let snapshot = reference.conversation(id) { groups.formUnion([snapshot.id] + snapshot.mergedIDs) }
             }
-            #expect(store.loadedConversations.isSubset(of: groups), "the logs in memory after batch \(index)")
+            #expect(store.operationLog.loadedConversations.isSubset(of: groups), "the logs in memory after batch \(index)")
             if index % 10 == 0 { try expectStore(store, matches: reference) }
         }
         try expectStore(store, matches: reference)
@@ -70,7 +70,7 @@ struct PartialReplicaTests {
         let withFriend = try await create(friend)
         _ = try await post("one", in: withFriend)
         let withOther = try await create(other)  // drops the log with the friend
-        #expect(store.loadedConversations == [withOther])
+        #expect(store.operationLog.loadedConversations == [withOther])
         #expect(try store.replica.distinctConversation(for: [identity.publicKey, friend]) == withFriend)
         let two = try await post("two", in: withFriend)
         #expect(two.report.accepted.count == 1)

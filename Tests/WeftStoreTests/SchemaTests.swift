@@ -43,7 +43,7 @@ struct SchemaTests {
         let store = try Store(directory: nil, localUser: NodeIdentity.generate().publicKey)
         try await store.database.read { db in
             for count in [1, 16, 500] {
-                let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + Store.waitingSQL(count: count), arguments: StatementArguments(
+                let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + Outbox.waitingSQL(count: count), arguments: StatementArguments(
                     (0..<count).map { _ in Data(count: 32) })).map { $0["detail"] as String }
                 #expect(plan.contains { $0.contains("sqlite_autoindex_outbox_1 (message=?)") }, "\(plan)")
                 #expect(!plan.contains { $0.contains("outbox_on_state") }, "\(plan)")
@@ -141,9 +141,9 @@ struct SyncingTests {
         #expect(try await Self.writerSynchronous(store) == 2)
 
         let observed = Mutex<Int?>(nil)
-        try await store.write(syncing: false) { db in
+        try await store.transactions.write(syncing: false) { db in
             observed.withLock { $0 = try? Int.fetchOne(db, sql: "PRAGMA synchronous") }
-            return ((), Store.Publication())
+            return ((), Publication())
         }
         #expect(observed.withLock { $0 } == 1)
         #expect(try await store.markSent(among: [posted.id]) == [posted.id])

@@ -4,7 +4,7 @@ import WeftModel
 
 // What the log gives back: operations for replication (what a peer lacks, or asks for by
 // identifier) and for tools. Each read comes twice, as everywhere in the store: `fetch…`,
-// async, and the synchronous one, which blocks the calling thread (`Store+LogSummaries.swift`).
+// async, and the synchronous one, which blocks the calling thread (`Store+Replication.swift`).
 extension OperationLog {
     /// `Store.fetchOperations(in:beyond:limit:)`: what a peer whose heads are `beyond` lacks.
     func fetchOperations(in conversation: ConversationID, beyond: VersionVector, limit: Int) async throws -> [SignedOperation] {

@@ -74,7 +74,7 @@ struct DamagedColumnTests {
             sourceLocation: sourceLocation)
     }
 
-    // MARK: - Store+Outbox.swift
+    // MARK: - Outbox.swift
 
     @Test("the outbox: text in attempts, a negative count, bytes in createdAt and in state")
     func outbox() async throws {
@@ -126,7 +126,7 @@ struct DamagedColumnTests {
         }
     }
 
-    // MARK: - Store+Reading.swift
+    // MARK: - ConversationQueries.swift, MessageQueries.swift
 
     /// Each damage a conversation or message read meets, and what the error says.
     static let readingDamages: [(sql: String, column: String, problem: String)] = [
@@ -168,7 +168,7 @@ struct DamagedColumnTests {
         }
     }
 
-    // MARK: - Store+Summaries.swift
+    // MARK: - OperationLog+Reading.swift
 
     @Test("operations replication reads: an integer where the wire bytes belong")
     func summaries() async throws {
@@ -196,7 +196,7 @@ struct DamagedColumnTests {
         }
     }
 
-    // MARK: - Store+Acknowledgements.swift
+    // MARK: - Outbox+Acknowledgements.swift
 
     @Test("the unsent messages' slots, read as the store opens: text in a sequence number")
     func acknowledgements() async throws {
@@ -205,7 +205,7 @@ struct DamagedColumnTests {
         await Self.expectDamaged("operation.sequence", "holds text, not an integer", "opening the store") { _ = try fixture.reopened() }
     }
 
-    // MARK: - Store+Failures.swift
+    // MARK: - DeliveryFailures.swift
 
     @Test("delivery failures: bytes where the reason belongs")
     func failures() async throws {
@@ -216,7 +216,7 @@ struct DamagedColumnTests {
         }
     }
 
-    // MARK: - Store+Loading.swift
+    // MARK: - OperationLog+Loading.swift
 
     @Test("the replica's index of creations: text where the kind belongs; the complete replica: an integer for the wire bytes")
     func loading() async throws {

@@ -5,7 +5,7 @@ import WeftCrypto
 import WeftModel
 @testable import WeftStore
 
-/// The store's partial replica (`Store+Loading.swift`): logs loaded when a write needs them and
+/// The store's partial replica (`OperationLog+Loading.swift`): logs loaded when a write needs them and
 /// dropped after it, with the same results as a replica holding everything.
 @Suite("Store: a partial replica, loaded and trimmed")
 struct PartialReplicaTests {

@@ -5,7 +5,7 @@ import WeftCrypto
 @testable import WeftModel
 @testable import WeftStore
 
-/// The store's bounds on operations waiting for causes (`Store+Pending.swift`, SPEC.md §11.1):
+/// The store's bounds on operations waiting for causes (`OperationLog+Pending.swift`, SPEC.md §11.1):
 /// too old, or past a log's limit, they are deleted, with the replica in memory, the summaries
 /// and a reopened store all agreeing.
 @Suite("Store: pending operations expire and are bounded per log")

@@ -38,7 +38,7 @@ public final class InProcessNode: Service, Sendable {
         self.node = MeshNode(configuration: configuration, store: store, logger: logger)
         do {
             self.replicator = try Replicator(
-                node: node, mailbox: client.mailbox, configuration: replication, logger: logger, observer: onEvent)
+                node: node, localAuthor: client.localAuthor, configuration: replication, logger: logger, observer: onEvent)
         } catch {
             throw .storage("cannot read the store's log summaries: \(error)")
         }

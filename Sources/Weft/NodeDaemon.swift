@@ -101,19 +101,19 @@ public final class NodeDaemon: Service, Sendable {
         for entry in entries where !configuration.node.peers.contains(entry.address) {
             node.connect(to: entry.address, how: .added, expecting: entry.user)
         }
-        let directory = PeerDirectory(clock: Mailbox.systemClock)
+        let directory = PeerDirectory(clock: LocalAuthor.systemClock)
         self.directory = directory
         var replication = ReplicationConfiguration()
         replication.retention = .seconds(Int64(configuration.retentionDays) * 24 * 3600)
         let events = EventRelay()
         replicator = try Replicator(
-            node: node, mailbox: client.mailbox, configuration: replication, logger: logger,
+            node: node, localAuthor: client.localAuthor, configuration: replication, logger: logger,
             observer: { event in events.take(event) })
         handler = ClientControlHandler(
             client: client, directory: directory,
             settings: .init(
                 displayName: configuration.node.displayName, timeToLive: configuration.timeToLive,
-                retentionDays: configuration.retentionDays, startedAt: Mailbox.systemClock()),
+                retentionDays: configuration.retentionDays, startedAt: LocalAuthor.systemClock()),
             node: node, replication: ReplicatorFigures(replicator: replicator), discovery: discovery,
             rememberedPeers: remembered)
         events.daemon = self

@@ -3,7 +3,7 @@ import WeftCrypto
 import WeftModel
 import WeftStore
 
-/// The client API: conversations and messages for the local user, over a `Mailbox` (the
+/// The client API: conversations and messages for the local user, over a `LocalAuthor` (the
 /// local user's identity and clock over a `Store`).
 ///
 /// A thin layer: it validates what callers pass (MIME types, participation, the protocol's
@@ -15,13 +15,13 @@ public actor WeftClient {
     /// How long the outbox keeps trying to send a message (the SDK's 12 hours).
     public static let defaultTimeToLive: Duration = .seconds(12 * 3600)
 
-    nonisolated public let mailbox: Mailbox
-    nonisolated public var store: Store { mailbox.store }
-    nonisolated public var localUser: UserID { mailbox.localUser }
+    nonisolated public let localAuthor: LocalAuthor
+    nonisolated public var store: Store { localAuthor.store }
+    nonisolated public var localUser: UserID { localAuthor.localUser }
     private let timeToLive: Duration
 
-    public init(mailbox: Mailbox, timeToLive: Duration = WeftClient.defaultTimeToLive) {
-        self.mailbox = mailbox
+    public init(localAuthor: LocalAuthor, timeToLive: Duration = WeftClient.defaultTimeToLive) {
+        self.localAuthor = localAuthor
         self.timeToLive = timeToLive
     }
 
@@ -29,15 +29,15 @@ public actor WeftClient {
     /// - Parameter wallClock: milliseconds since 1970; tests inject their own.
     public init(
         store: Store, identity: NodeIdentity, timeToLive: Duration = WeftClient.defaultTimeToLive,
-        wallClock: @escaping @Sendable () -> UInt64 = Mailbox.systemClock
+        wallClock: @escaping @Sendable () -> UInt64 = LocalAuthor.systemClock
     ) throws(WeftError) {
-        let mailbox: Mailbox
+        let localAuthor: LocalAuthor
         do {
-            mailbox = try Mailbox(store: store, identity: identity, wallClock: wallClock)
+            localAuthor = try LocalAuthor(store: store, identity: identity, wallClock: wallClock)
         } catch {
             throw .storage("\(error)")
         }
-        self.init(mailbox: mailbox, timeToLive: timeToLive)
+        self.init(localAuthor: localAuthor, timeToLive: timeToLive)
     }
 
     // MARK: - Conversations
@@ -52,7 +52,7 @@ public actor WeftClient {
         try checkLimits(.createConversation(
             participants: others.union([localUser]).sorted(), distinct: options.distinct, generation: 0, metadata: options.metadata))
         let created = try await storeWrite {
-            try await mailbox.createConversation(
+            try await localAuthor.createConversation(
                 with: others, distinct: options.distinct, metadata: options.metadata, announce: options.announce)
         }
         guard let conversation = try await conversation(created.conversation) else { throw .unknownConversation(created.conversation.hex) }
@@ -85,7 +85,7 @@ public actor WeftClient {
         _ parts: [MessagePart], options: MessageOptions = MessageOptions(), in conversation: ConversationID
     ) async throws(WeftError) -> Message {
         let canonical = try await postingLog(parts, options: options, in: conversation)
-        let posted = try await storeWrite { try await mailbox.postShowing(parts, options: options, in: canonical, timeToLive: timeToLiveMilliseconds) }
+        let posted = try await storeWrite { try await localAuthor.postShowing(parts, options: options, in: canonical, timeToLive: timeToLiveMilliseconds) }
         return try await sentMessage(posted)
     }
 
@@ -108,16 +108,16 @@ public actor WeftClient {
     /// or why it was refused, in order; a refusal leaves the others.
     public func send(_ messages: [OutgoingMessage]) async -> [Result<Message, WeftError>] {
         var results = [Result<Message, WeftError>?](repeating: nil, count: messages.count)
-        var postings: [(index: Int, posting: Mailbox.Posting)] = []
+        var postings: [(index: Int, posting: LocalAuthor.Posting)] = []
         for (index, message) in messages.enumerated() {
             do throws(WeftError) {
                 let canonical = try await postingLog(message.parts, options: message.options, in: message.conversation)
-                postings.append((index, Mailbox.Posting(message.parts, options: message.options, in: canonical, timeToLive: timeToLiveMilliseconds)))
+                postings.append((index, LocalAuthor.Posting(message.parts, options: message.options, in: canonical, timeToLive: timeToLiveMilliseconds)))
             } catch {
                 results[index] = .failure(error)
             }
         }
-        let outcomes = await mailbox.postShowing(postings.map(\.posting))
+        let outcomes = await localAuthor.postShowing(postings.map(\.posting))
         for ((index, _), outcome) in zip(postings, outcomes) {
             switch outcome {
             case .success(let posted):
@@ -183,11 +183,11 @@ public actor WeftClient {
 
     // MARK: - Receiving
 
-    /// Applies operations from peers; the mailbox records delivery of new messages addressed to
+    /// Applies operations from peers; the local author records delivery of new messages addressed to
     /// the local user in the same commit. Returns the refused ones.
     @discardableResult
     public func receive(_ operations: [SignedOperation]) async throws(WeftError) -> [(OperationID, String)] {
-        let applied = try await storeWrite { try await mailbox.receive(operations) }
+        let applied = try await storeWrite { try await localAuthor.receive(operations) }
         return applied.refused.map { ($0.operation, $0.error.description) }
     }
 
@@ -284,7 +284,7 @@ public actor WeftClient {
     // MARK: - Writing
 
     private func write(_ body: OperationBody, inLogs logs: [ConversationID]) async throws(WeftError) {
-        _ = try await storeWrite { try await mailbox.write(body, in: logs) }
+        _ = try await storeWrite { try await localAuthor.write(body, in: logs) }
     }
 
     /// Membership changes and watermarks go to every log of the merge group, so they hold for

@@ -287,7 +287,7 @@ enum QueryTranslation {
             guard case .conversation(let id) = value else {
                 throw unsupported("\(name) compares with \(Kind.conversation), not \(value)")
             }
-            return try Store.canonical(of: id, in: db).map { Data($0.bytes) }
+            return try ConversationQueries.canonical(of: id, in: db).map { Data($0.bytes) }
         }
         switch op {
         case .equal, .notEqual:

@@ -186,7 +186,7 @@ enum Schema {
         }
 
         // Pending operations (causes missing) are deleted when they wait too long or their log
-        // holds too many (`Store+Pending.swift`, SPEC.md §11.1). Partial indexes hold only the
+        // holds too many (`OperationLog+Pending.swift`, SPEC.md §11.1). Partial indexes hold only the
         // rows they are about, so an honest store, with next to no pending or refused
         // operations, pays next to nothing for them on insert:
         // - by timestamp, the pending operations that expired (the sweep reads only those);

@@ -2,7 +2,7 @@ import GRDB
 import WeftModel
 
 /// Signs one operation of the local user against the replica as it stands inside a write
-/// (`Mailbox` holds the identity and the clock).
+/// (`LocalAuthor` holds the identity and the clock).
 typealias LocalSigner = @Sendable (_ body: OperationBody, _ log: ConversationID, _ replica: Replica) -> SignedOperation
 
 // The delivery rule: delivered is set by the recipient's node (DESIGN.md), when it stores the
@@ -17,7 +17,7 @@ extension Store {
     /// it was posted to): one receipt operation per conversation log, more only past
     /// `receiptLimit` messages in one log. Folds what they change into `applied.changes`.
     static func acknowledgeDelivery(
-        in applied: inout Applied, lease: inout ReplicaLease, db: Database, localUser: UserID, signer: LocalSigner
+        in applied: inout Applied, lease: inout OperationLog.ReplicaLease, db: Database, localUser: UserID, signer: LocalSigner
     ) throws {
         var byLog: [ConversationID: [OperationID]] = [:]
         for change in applied.changes.messages where change.kind == .create {

@@ -1,49 +1,27 @@
-import Foundation
-import GRDB
 import WeftModel
 
-// The outbox: messages accepted for sending, kept until the mesh has them or they fail. Entries
-// are written with their messages by `commitLocal`, in the same transaction. Every change to an
-// entry is published to `changes()` subscribers (a message's "sent" flag follows it).
+// The outbox (`Outbox`): messages accepted for sending, kept until the mesh has them or they
+// fail, and the per-recipient failures of the local user's messages (`DeliveryFailures`).
 extension Store {
-    static let outboxColumns = "SELECT message, conversation, createdAt, expiresAt, attempts, state, reason FROM outbox"
-
     /// Entries still waiting to be sent (neither sent nor failed), oldest first.
-    public func fetchOutbox() async throws -> [OutboxEntry] {
-        try await database.read(Self.waitingEntries)
-    }
+    public func fetchOutbox() async throws -> [OutboxEntry] { try await outgoing.fetchWaitingEntries() }
 
     /// `fetchOutbox()`, blocking the calling thread.
-    public func outbox() throws -> [OutboxEntry] {
-        try database.read(Self.waitingEntries)
-    }
-
-    private static func waitingEntries(in db: Database) throws -> [OutboxEntry] {
-        try Row.fetchAll(db.cached("\(outboxColumns) WHERE state = 'waiting' ORDER BY createdAt, message")).map(OutboxEntry.init(row:))
-    }
+    public func outbox() throws -> [OutboxEntry] { try outgoing.waitingEntries() }
 
     /// Which of `messages` wait in the outbox (neither sent nor failed).
     public func fetchWaiting(among messages: [OperationID]) async throws -> Set<OperationID> {
-        try await database.read { db in try Self.waiting(among: messages, in: db) }
+        try await outgoing.fetchWaiting(among: messages)
     }
 
     /// `fetchWaiting(among:)`, blocking the calling thread.
-    public func waiting(among messages: [OperationID]) throws -> Set<OperationID> {
-        try database.read { db in try Self.waiting(among: messages, in: db) }
-    }
+    public func waiting(among messages: [OperationID]) throws -> Set<OperationID> { try outgoing.waiting(among: messages) }
 
     /// Every entry, whatever its state, oldest first.
-    public func outboxEntries() throws -> [OutboxEntry] {
-        try database.read { db in
-            try Row.fetchAll(db.cached("\(Self.outboxColumns) ORDER BY createdAt, message")).map(OutboxEntry.init(row:))
-        }
-    }
+    public func outboxEntries() throws -> [OutboxEntry] { try outgoing.entries() }
 
     /// The mesh has the message: it leaves the outbox.
-    public func markSent(_ message: OperationID) async throws {
-        try await setState(of: message, to: .sent)
-        unsent.withLock { $0.remove([message]) }
-    }
+    public func markSent(_ message: OperationID) async throws { try await outgoing.markSent(message) }
 
     /// A peer acknowledged storing these operations (SPEC.md §14): those of them in the outbox
     /// are sent, in one transaction. Operations with no entry (someone else's, or not a
@@ -51,152 +29,49 @@ extension Store {
     /// reached a node is sent after all. Returns the messages that became sent.
     @discardableResult
     public func markSent(among operations: [OperationID]) async throws -> [OperationID] {
-        guard !operations.isEmpty else { return [] }
-        // Lost in a power cut, the marks come back: the messages are sent and acknowledged again.
-        let sent = try await write(syncing: false) { db in
-            let withMessages = self.subscribers.wantMessages
-            var sent: [(entry: OutboxEntry, previous: OutboxEntry.State?)] = []
-            let update = try db.cachedStatement(sql: "UPDATE outbox SET state = 'sent', reason = NULL WHERE message = ?")
-            for chunk in operations.chunked(500) {
-                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                let entries = try Row.fetchAll(
-                    db.cached("\(Self.outboxColumns) WHERE state != 'sent' AND message IN (\(marks))"),
-                    arguments: StatementArguments(chunk.map { Data($0.bytes) })
-                ).map(OutboxEntry.init(row:))
-                for var entry in entries {
-                    try update.execute(arguments: [Data(entry.message.bytes)])
-                    let previous = entry.state
-                    entry.state = .sent
-                    sent.append((entry, previous))
-                }
-            }
-            let changes = try Self.changes(sent, withMessages: withMessages, in: db)
-            return (changes.map(\.entry.message), Publication(outbox: changes, includesMessages: withMessages))
-        }
-        // Committed: none of them is unsent now (those without a waiting or failed entry were not).
-        unsent.withLock { $0.remove(operations) }
-        return sent
+        try await outgoing.markSent(among: operations)
+    }
+
+    /// A peer acknowledged storing the operations in these slots (SPEC.md §14.7): the local
+    /// user's messages among them that wait in the outbox (or failed) are sent, in one
+    /// transaction. Returns the messages that became sent.
+    @discardableResult
+    public func markSent(acknowledged ranges: [SlotRange]) async throws -> [OperationID] {
+        try await outgoing.markSent(acknowledged: ranges)
+    }
+
+    /// The local user's messages not sent yet (waiting, or failed) whose operations lie in
+    /// `ranges`, leaving out any whose slot holds another operation here too; blocks the
+    /// calling thread.
+    public func unsentMessages(acknowledgedIn ranges: [SlotRange]) throws -> [OperationID] {
+        try outgoing.unsentMessages(acknowledgedIn: ranges)
     }
 
     /// The message failed for good, with the reason (one line, for the sender's callback).
     public func markFailed(_ message: OperationID, reason: String) async throws {
-        try await setState(of: message, to: .failed(reason: reason))
+        try await outgoing.markFailed(message, reason: reason)
     }
 
     /// Counts one more attempt to send the message.
-    public func recordAttempt(_ message: OperationID) async throws {
-        try await write { db in
-            guard var entry = try Self.outboxEntry(message, in: db) else { throw Self.unknownEntry(message) }
-            try db.execute(sql: "UPDATE outbox SET attempts = attempts + 1 WHERE message = ?", arguments: [Data(message.bytes)])
-            entry.attempts += 1
-            return ((), Publication(outbox: try Self.changes([(entry, entry.state)], in: db)))
-        }
-    }
+    public func recordAttempt(_ message: OperationID) async throws { try await outgoing.recordAttempt(message) }
 
     /// Fails every waiting entry whose time to live ran out by `wallMilliseconds`, and returns
     /// them. Every message whose time to live ran out, sent or not, also fails for each
     /// recipient whose node has not delivered it ("expired: not delivered within 12 h";
     /// `RecipientStatus.failed`), once.
     public func expireOutbox(wallMilliseconds: UInt64) async throws -> [OutboxEntry] {
-        try await write { db in
-            let now = Int64(clamping: wallMilliseconds)
-            let expired = try Row.fetchAll(
-                db.cached("\(Self.outboxColumns) WHERE state = 'waiting' AND expiresAt <= ? ORDER BY createdAt, message"),
-                arguments: [now]
-            ).map(OutboxEntry.init(row:))
-            let reason = "its time to live ran out before a peer took it"
-            try db.execute(
-                sql: "UPDATE outbox SET state = 'failed', reason = ? WHERE state = 'waiting' AND expiresAt <= ?",
-                arguments: [reason, now])
-            let failed = expired.map { var entry = $0; entry.state = .failed(reason: reason); return entry }
-            var changes = ChangeSet()
-            changes.messages = try Self.expireRecipients(now: UInt64(clamping: now), in: db)
-            return (failed, Publication(changes: changes, outbox: try Self.changes(failed.map { ($0, .waiting) }, in: db)))
-        }
+        try await outgoing.expireOutbox(wallMilliseconds: wallMilliseconds)
     }
 
-    private func setState(of message: OperationID, to state: OutboxEntry.State) async throws {
-        try await write { db in
-            guard var entry = try Self.outboxEntry(message, in: db) else { throw Self.unknownEntry(message) }
-            try db.execute(
-                sql: "UPDATE outbox SET state = ?, reason = ? WHERE message = ?",
-                arguments: [state.column, state.reason, Data(message.bytes)])
-            let previous = entry.state
-            entry.state = state
-            guard previous != state else { return ((), Publication()) }
-            return ((), Publication(outbox: try Self.changes([(entry, previous)], in: db)))
-        }
-    }
-
-    private static func outboxEntry(_ message: OperationID, in db: Database) throws -> OutboxEntry? {
-        try Row.fetchOne(db.cached("\(outboxColumns) WHERE message = ?"), arguments: [Data(message.bytes)]).map(OutboxEntry.init(row:))
-    }
-
-    /// The changes to publish for entries, with their messages as they now are, read together
-    /// (`withMessages` false: without them, for commits no subscriber reads messages from).
-    private static func changes(
-        _ entries: [(entry: OutboxEntry, previous: OutboxEntry.State?)], withMessages: Bool = true, in db: Database
-    ) throws -> [OutboxChange] {
-        guard withMessages else { return entries.map { OutboxChange(entry: $0.entry, previousState: $0.previous, message: nil) } }
-        var snapshots: [OperationID: MessageSnapshot] = [:]
-        for chunk in entries.chunked(500) {
-            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-            let rows = try Row.fetchAll(
-                db.cached("\(messageColumns) WHERE m.id IN (\(marks))"), arguments: StatementArguments(chunk.map { Data($0.entry.message.bytes) }))
-            for snapshot in try messages(rows: rows, countingFromEnd: true, in: db) { snapshots[snapshot.id] = snapshot }
-        }
-        return entries.map { OutboxChange(entry: $0.entry, previousState: $0.previous, message: snapshots[$0.entry.message]) }
-    }
-
-    /// The local user's messages among `changes` still waiting in the outbox.
-    /// `inserted`: entries this transaction wrote waiting. Only a message `UnsentSlots` names
-    /// can wait, so a commit that touches messages sent long ago (their receipts) asks the
-    /// outbox nothing, and neither does one that posts.
-    func waitingMessages(among changes: ChangeSet, inserted: Set<OperationID> = [], in db: Database) throws -> Set<OperationID> {
-        let localUser = self.localUser
-        let local = Set(changes.messages.compactMap { change in change.snapshot.flatMap { $0.sender == localUser ? $0.id : nil } })
-        var waiting = local.intersection(inserted)
-        let unknown = unsent.withLock { unsent in local.filter { !waiting.contains($0) && unsent.contains($0) } }
-        waiting.formUnion(try Self.waiting(among: Array(unknown), in: db))
-        return waiting
-    }
-
-    static func waiting(among messages: [OperationID], in db: Database) throws -> Set<OperationID> {
-        var waiting: Set<OperationID> = []
-        for chunk in messages.chunked(500) {
-            for id in try Data.fetchAll(db.cached(waitingSQL(count: chunk.count)), arguments: StatementArguments(chunk.map { Data($0.bytes) }))
-            {
-                waiting.insert(try Stored.operationID(id, "outbox.message"))
-            }
-        }
-        return waiting
-    }
-
-    /// Which of `count` messages still wait. Each is looked up by its key: the unary `+` keeps
-    /// SQLite off the state index, which it would otherwise pick and then read every waiting
-    /// entry (milliseconds per commit once thousands wait).
-    static func waitingSQL(count: Int) -> String {
-        "SELECT message FROM outbox WHERE message IN (\(Array(repeating: "?", count: count).joined(separator: ","))) AND +state = 'waiting'"
-    }
-
-    private static func unknownEntry(_ message: OperationID) -> StoreError {
-        StoreError(.unknownOutboxEntry, "the outbox has no entry for message \(message)")
-    }
-}
-
-extension OutboxEntry {
-    /// An entry from a row of `Store.outboxColumns`.
-    init(row: Row) throws {
-        let state: State =
-            switch try row.text(5, "outbox.state") {
-            case "sent": .sent
-            case "failed": .failed(reason: try row.optionalText(6, "outbox.reason") ?? "")
-            default: .waiting
-            }
-        self.init(
-            message: try row.operationID(0, "outbox.message"), conversation: try row.conversationID(1, "outbox.conversation"),
-            createdAt: UInt64(clamping: try row.integer(2, "outbox.createdAt")), timeToLive: 0,
-            attempts: try row.count(4, "outbox.attempts"), state: state)
-        expiresAt = UInt64(clamping: try row.integer(3, "outbox.expiresAt"))
+    /// Records that `message` (the local user's) failed for `recipients`, or for every
+    /// recipient not yet delivered when nil; a recipient already delivered, or failed before,
+    /// is left as it is. Returns the recipients that failed now. The failure is a local record,
+    /// never replicated: it shows as `RecipientStatus.failed` while the replicated status is
+    /// below delivered, and a delivery that arrives later wins.
+    @discardableResult
+    public func failDelivery(
+        of message: OperationID, to recipients: Set<UserID>? = nil, reason: DeliveryFailure, wallMilliseconds: UInt64
+    ) async throws -> Set<UserID> {
+        try await failures.failDelivery(of: message, to: recipients, reason: reason, wallMilliseconds: wallMilliseconds)
     }
 }

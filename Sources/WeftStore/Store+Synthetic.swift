@@ -54,7 +54,7 @@ extension Store {
             }
             progress?(group.last! + 1)
         }
-        forgetReplica()
+        operationLog.forgetReplica()
     }
 
     private static func syntheticConversation(

@@ -34,7 +34,7 @@ public enum SyncAction: Sendable, Equatable {
     /// Send this message to the peer (encode it into one DATA frame). OPERATIONS the core
     /// sends have passed the §13.3 removal rule already.
     case send(ConnectionNumber, SyncMessage)
-    /// Verify and store these operations (`Mailbox.receive`), then report a `.stored` event.
+    /// Verify and store these operations (`LocalAuthor.receive`), then report a `.stored` event.
     case apply([SignedOperation], from: ConnectionNumber)
     /// Read the held operations of the log above `beyond` from the store, in causal order,
     /// and send them as OPERATIONS (not pushed) in messages that fit a DATA frame, less those

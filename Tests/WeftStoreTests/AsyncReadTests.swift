@@ -16,9 +16,9 @@ struct AsyncReadTests {
         let store = try Store(directory: directory.url, localUser: local.user)
         _ = try await store.apply(received: workload.operations, wallMilliseconds: workload.now + 1_000)
         let later = workload.now + 2_000
-        let mailbox = try Mailbox(store: store, identity: local.identity, wallClock: { later })
+        let author = try LocalAuthor(store: store, identity: local.identity, wallClock: { later })
         let ownConversation = try #require(try store.conversations(ConversationQuery()).first { $0.participants.contains(local.user) })
-        let posted = try await mailbox.post([MessagePart(mimeType: "text/plain", data: [1])], in: ownConversation.id)
+        let posted = try await author.post([MessagePart(mimeType: "text/plain", data: [1])], in: ownConversation.id)
         let conversations = try store.conversations(ConversationQuery())
 
         // Replication's reads.

@@ -13,15 +13,15 @@ struct ChangeStreamTests {
         let identity = NodeIdentity.generate()
         var peer = Author(identity: .generate())
         let store = try Store(directory: nil, localUser: identity.publicKey)
-        let mailbox = try Mailbox(store: store, identity: identity, wallClock: { Self.now })
+        let author = try LocalAuthor(store: store, identity: identity, wallClock: { Self.now })
         var changes = store.changes().makeAsyncIterator()
 
-        let (conversation, _) = try await mailbox.createConversation(with: [peer.user])
+        let (conversation, _) = try await author.createConversation(with: [peer.user])
         let created = try #require(await changes.next())
         #expect(created.number == 1)
         #expect(created.changes.conversations.map(\.kind) == [.create])
 
-        let post = try await mailbox.post([MessagePart(mimeType: "text/plain", data: [1])], in: conversation)
+        let post = try await author.post([MessagePart(mimeType: "text/plain", data: [1])], in: conversation)
         let posted = try #require(await changes.next())
         #expect(posted.changes.messages.map(\.id) == [post.id])
         #expect(posted.outbox.map(\.entry.message) == [post.id])
@@ -60,14 +60,14 @@ struct ChangeStreamTests {
         let identity = NodeIdentity.generate()
         var peer = Author(identity: .generate())
         let store = try Store(directory: nil, localUser: identity.publicKey)
-        let mailbox = try Mailbox(store: store, identity: identity, wallClock: { Self.now })
+        let author = try LocalAuthor(store: store, identity: identity, wallClock: { Self.now })
         var replication = store.changes(includingMessages: false).makeAsyncIterator()
-        #expect(!store.subscribers.wantMessages)
+        #expect(!store.changeBus.wantMessages)
 
-        let (conversation, _) = try await mailbox.createConversation(with: [peer.user])
+        let (conversation, _) = try await author.createConversation(with: [peer.user])
         _ = await replication.next()
         let parts = [MessagePart(mimeType: "text/plain", data: [1, 2, 3])]
-        let post = try await mailbox.post(parts, in: conversation)
+        let post = try await author.post(parts, in: conversation)
         // A posted message is inserted, so its snapshot has its parts all the same.
         #expect(try #require(await replication.next()).changes.messages.first { $0.id == post.id }?.snapshot?.parts == parts)
 
@@ -78,7 +78,7 @@ struct ChangeStreamTests {
 
         // Received as a node's storer receives (it reads no change set).
         let delivered = peer.write(.delivered([post.id]), in: conversation, replica: try store.replica, wallMilliseconds: Self.now + 1)
-        let applied = try await mailbox.receive(try store.checkSignatures([delivered]), completeChanges: false)
+        let applied = try await author.receive(try store.checkSignatures([delivered]), completeChanges: false)
         #expect(applied.report.accepted == [delivered.id])
         let update = try #require(await replication.next()).changes.messages.first { $0.id == post.id && $0.property == .recipientStatus }
         #expect(update?.snapshot?.recipientStatus[peer.user] == .delivered)
@@ -96,11 +96,11 @@ struct ChangeStreamTests {
 
         // A subscriber that reads messages: updated messages come back with their parts.
         let full = store.changes().makeAsyncIterator()
-        #expect(store.subscribers.wantMessages)
-        let second = try await mailbox.post(parts, in: conversation)
+        #expect(store.changeBus.wantMessages)
+        let second = try await author.post(parts, in: conversation)
         #expect(try await store.markSent(among: [second.id]) == [second.id])
         let deliveredSecond = peer.write(.delivered([second.id]), in: conversation, replica: try store.replica, wallMilliseconds: Self.now + 3)
-        _ = try await mailbox.receive(try store.checkSignatures([deliveredSecond]), completeChanges: false)
+        _ = try await author.receive(try store.checkSignatures([deliveredSecond]), completeChanges: false)
         for var stream in [full, replication] {
             _ = try #require(await stream.next())  // the post
             #expect(try #require(await stream.next()).outbox.first?.message?.parts == parts)
@@ -115,12 +115,12 @@ struct ChangeStreamTests {
         let store = try Store(directory: nil, localUser: NodeIdentity.generate().publicKey)
         var replication = store.changes(includingMessages: false).makeAsyncIterator()
         var full = store.changes().makeAsyncIterator()
-        var summary = Store.Publication()
-        summary.stored = Store.StoredRecord(summaries: [LogSummary(conversation: try #require(ConversationID(bytes: [UInt8](repeating: 1, count: 16))))])
+        var summary = Publication()
+        summary.stored = StoredRecord(summaries: [LogSummary(conversation: try #require(ConversationID(bytes: [UInt8](repeating: 1, count: 16))))])
         var without = summary
         without.includesMessages = false
-        store.subscribers.publish(without)
-        store.subscribers.publish(summary)
+        store.changeBus.publish(without)
+        store.changeBus.publish(summary)
         #expect(try #require(await replication.next()).number == 1)
         #expect(try #require(await replication.next()).number == 2)
         let next = try #require(await full.next())
@@ -132,13 +132,13 @@ struct ChangeStreamTests {
     func boundedBuffer() async throws {
         let identity = NodeIdentity.generate()
         let store = try Store(directory: nil, localUser: identity.publicKey)
-        let mailbox = try Mailbox(store: store, identity: identity, wallClock: { Self.now })
+        let author = try LocalAuthor(store: store, identity: identity, wallClock: { Self.now })
         let slow = store.changes()
-        let (conversation, _) = try await mailbox.createConversation(with: [NodeIdentity.generate().publicKey])
+        let (conversation, _) = try await author.createConversation(with: [NodeIdentity.generate().publicKey])
         let extra = 10
         var posts: [OperationID] = []
         for index in 0..<(Store.changeBufferLimit + extra) {
-            posts.append(try await mailbox.post([MessagePart(mimeType: "text/plain", data: [UInt8(index % 256)])], in: conversation).id)
+            posts.append(try await author.post([MessagePart(mimeType: "text/plain", data: [UInt8(index % 256)])], in: conversation).id)
         }
         let total = UInt64(Store.changeBufferLimit + extra + 1)
         #expect(store.latestChangeNumber == total)
@@ -171,16 +171,16 @@ struct ChangeStreamTests {
     func unsubscribe() async throws {
         let identity = NodeIdentity.generate()
         let store = try Store(directory: nil, localUser: identity.publicKey)
-        let mailbox = try Mailbox(store: store, identity: identity, wallClock: { Self.now })
+        let author = try LocalAuthor(store: store, identity: identity, wallClock: { Self.now })
         do {
             let stream = store.changes()
             let task = Task { for await _ in stream {} }
             task.cancel()
             await task.value
         }
-        _ = try await mailbox.createConversation(with: [NodeIdentity.generate().publicKey])
+        _ = try await author.createConversation(with: [NodeIdentity.generate().publicKey])
         let deadline = ContinuousClock.now + .seconds(10)
-        while store.subscribers.count > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
-        #expect(store.subscribers.count == 0)
+        while store.changeBus.count > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(store.changeBus.count == 0)
     }
 }

@@ -19,7 +19,7 @@ struct DamagedColumnTests {
     struct Fixture {
         let directory: TemporaryDirectory
         let store: Store
-        let mailbox: Mailbox
+        let author: LocalAuthor
         var peer: Author
         let conversation: ConversationID
         let mine: OperationID
@@ -29,16 +29,16 @@ struct DamagedColumnTests {
             let identity = NodeIdentity.generate()
             peer = Author(identity: .generate())
             store = try Store(directory: directory.url, localUser: identity.publicKey)
-            mailbox = try Mailbox(store: store, identity: identity, wallClock: { DamagedColumnTests.now })
-            (conversation, _) = try await mailbox.createConversation(with: [peer.user], metadata: ["title": "plans"])
-            mine = try await mailbox.post(
+            author = try LocalAuthor(store: store, identity: identity, wallClock: { DamagedColumnTests.now })
+            (conversation, _) = try await author.createConversation(with: [peer.user], metadata: ["title": "plans"])
+            mine = try await author.post(
                 [MessagePart(mimeType: "text/plain", data: [1])], options: MessageOptions(notificationText: "new"), in: conversation
             ).id
             try await store.failDelivery(of: mine, reason: .rejected("full"), wallMilliseconds: DamagedColumnTests.now)
             let reply = peer.write(
                 .postMessage(parts: [MessagePart(mimeType: "text/plain", data: [2])], options: .init()), in: conversation,
                 replica: try store.replica, wallMilliseconds: DamagedColumnTests.now + 1)
-            _ = try await mailbox.receive([reply])
+            _ = try await author.receive([reply])
         }
 
         /// Runs `sql` the way another program would: through its own connection to the file,
@@ -74,7 +74,7 @@ struct DamagedColumnTests {
             sourceLocation: sourceLocation)
     }
 
-    // MARK: - Store+Outbox.swift
+    // MARK: - Outbox.swift
 
     @Test("the outbox: text in attempts, a negative count, bytes in createdAt and in state")
     func outbox() async throws {
@@ -116,7 +116,7 @@ struct DamagedColumnTests {
         try await flagged.damage("UPDATE log_summary SET isPruned = 2")
         let read = try flagged.peerReads()
         await Self.expectDamaged("log_summary.isPruned", "holds 2, not a boolean", "a write adding to the log's summary") {
-            _ = try await flagged.mailbox.receive([read])
+            _ = try await flagged.author.receive([read])
         }
 
         let scanned = try await Fixture()
@@ -126,7 +126,7 @@ struct DamagedColumnTests {
         }
     }
 
-    // MARK: - Store+Reading.swift
+    // MARK: - ConversationQueries.swift, MessageQueries.swift
 
     /// Each damage a conversation or message read meets, and what the error says.
     static let readingDamages: [(sql: String, column: String, problem: String)] = [
@@ -168,7 +168,7 @@ struct DamagedColumnTests {
         }
     }
 
-    // MARK: - Store+Summaries.swift
+    // MARK: - OperationLog+Reading.swift
 
     @Test("operations replication reads: an integer where the wire bytes belong")
     func summaries() async throws {
@@ -196,7 +196,7 @@ struct DamagedColumnTests {
         }
     }
 
-    // MARK: - Store+Acknowledgements.swift
+    // MARK: - Outbox+Acknowledgements.swift
 
     @Test("the unsent messages' slots, read as the store opens: text in a sequence number")
     func acknowledgements() async throws {
@@ -205,7 +205,7 @@ struct DamagedColumnTests {
         await Self.expectDamaged("operation.sequence", "holds text, not an integer", "opening the store") { _ = try fixture.reopened() }
     }
 
-    // MARK: - Store+Failures.swift
+    // MARK: - DeliveryFailures.swift
 
     @Test("delivery failures: bytes where the reason belongs")
     func failures() async throws {
@@ -216,7 +216,7 @@ struct DamagedColumnTests {
         }
     }
 
-    // MARK: - Store+Loading.swift
+    // MARK: - OperationLog+Loading.swift
 
     @Test("the replica's index of creations: text where the kind belongs; the complete replica: an integer for the wire bytes")
     func loading() async throws {
@@ -239,7 +239,7 @@ struct DamagedColumnTests {
         try await fixture.damage("UPDATE message SET isUnread = 'maybe'")
         let read = try fixture.peerReads()
         await Self.expectDamaged("message.isUnread", "holds text, not an integer", "the peer's read receipt") {
-            _ = try await fixture.mailbox.receive([read])
+            _ = try await fixture.author.receive([read])
         }
         #expect(try fixture.store.operationCounts() == (4, 0, 0), "the failed write left nothing")
     }

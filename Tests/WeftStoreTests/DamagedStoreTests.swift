@@ -11,18 +11,18 @@ struct DamagedStoreTests {
 
     /// A store on disk with one conversation, one message from the local user (in the outbox)
     /// and one from the peer.
-    static func store(in directory: URL) async throws -> (Store, Mailbox, ConversationID, OperationID) {
+    static func store(in directory: URL) async throws -> (Store, LocalAuthor, ConversationID, OperationID) {
         let identity = NodeIdentity.generate()
         var peer = Author(identity: .generate())
         let store = try Store(directory: directory, localUser: identity.publicKey)
-        let mailbox = try Mailbox(store: store, identity: identity, wallClock: { Self.now })
-        let (conversation, _) = try await mailbox.createConversation(with: [peer.user])
-        let mine = try await mailbox.post([MessagePart(mimeType: "text/plain", data: [1])], in: conversation)
+        let author = try LocalAuthor(store: store, identity: identity, wallClock: { Self.now })
+        let (conversation, _) = try await author.createConversation(with: [peer.user])
+        let mine = try await author.post([MessagePart(mimeType: "text/plain", data: [1])], in: conversation)
         let reply = peer.write(
             .postMessage(parts: [MessagePart(mimeType: "text/plain", data: [2])], options: .init()), in: conversation,
             replica: try store.replica, wallMilliseconds: Self.now + 1)
-        _ = try await mailbox.receive([reply])
-        return (store, mailbox, conversation, mine.id)
+        _ = try await author.receive([reply])
+        return (store, author, conversation, mine.id)
     }
 
     /// Each damage (raw SQL writing a 3-byte value where an identifier or key belongs), and the
@@ -40,7 +40,7 @@ struct DamagedStoreTests {
     func damagedRow(index: Int) async throws {
         let (sql, column) = Self.damages[index]
         let directory = try TemporaryDirectory()
-        let (store, mailbox, conversation, mine) = try await Self.store(in: directory.url)
+        let (store, author, conversation, mine) = try await Self.store(in: directory.url)
         // Damaged the way another program would: through its own connection to the file.
         do {
             var configuration = Configuration()
@@ -61,7 +61,7 @@ struct DamagedStoreTests {
             await expectDamaged("a query") { _ = try store.conversations(ConversationQuery()) }
             // A write reads the conversation's row for its change set: the read error is
             // thrown, not taken for "no row".
-            await expectDamaged("a write") { _ = try await mailbox.post([MessagePart(mimeType: "text/plain", data: [3])], in: conversation) }
+            await expectDamaged("a write") { _ = try await author.post([MessagePart(mimeType: "text/plain", data: [3])], in: conversation) }
             #expect(try store.operationCounts() == (4, 0, 0), "the failed write left nothing")
         default:
             await expectDamaged("a message") { _ = try store.message(mine) }

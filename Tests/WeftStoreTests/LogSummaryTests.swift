@@ -43,7 +43,7 @@ struct LogSummaryTests {
         let directory = Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         var store = try Store(directory: directory, localUser: localIdentity.publicKey)
-        var mailbox = try Mailbox(store: store, identity: localIdentity, wallClock: { now })
+        var author = try LocalAuthor(store: store, identity: localIdentity, wallClock: { now })
 
         // An outsider writing into a conversation: stored, rejected (not a participant).
         var outsider = Author(identity: .generate())
@@ -67,7 +67,7 @@ struct LogSummaryTests {
             let held = Set(try await store.database.read { db in try Data.fetchAll(db, sql: "SELECT id FROM operation") })
             var changes = store.changes().makeAsyncIterator()
 
-            let applied = try await mailbox.receive(batch)
+            let applied = try await author.receive(batch)
             sent += batch
 
             #expect(applied.refused.isEmpty)
@@ -92,7 +92,7 @@ struct LogSummaryTests {
             if round == 5 {
                 // Reopened: the tables are on disk, not in memory.
                 store = try Store(directory: directory, localUser: localIdentity.publicKey)
-                mailbox = try Mailbox(store: store, identity: localIdentity, wallClock: { now })
+                author = try LocalAuthor(store: store, identity: localIdentity, wallClock: { now })
                 try Self.expectSummariesMatchScan(store)
             }
         }
@@ -112,12 +112,12 @@ struct LogSummaryTests {
         let local = NodeIdentity.generate()
         var peer = Author(identity: .generate())
         let store = try Store(directory: directory, localUser: local.publicKey)
-        let mailbox = try Mailbox(store: store, identity: local, wallClock: { Self.now })
-        let quiet = try await mailbox.createConversation(with: [peer.user], distinct: false).conversation
-        let chatty = try await mailbox.createConversation(with: [peer.user], distinct: false).conversation
-        _ = try await mailbox.post([MessagePart(mimeType: "text/plain", data: [1])], in: chatty)
+        let author = try LocalAuthor(store: store, identity: local, wallClock: { Self.now })
+        let quiet = try await author.createConversation(with: [peer.user], distinct: false).conversation
+        let chatty = try await author.createConversation(with: [peer.user], distinct: false).conversation
+        _ = try await author.post([MessagePart(mimeType: "text/plain", data: [1])], in: chatty)
         let theirs = peer.createConversation(with: [local.publicKey], in: Replica(localUser: nil), wallMilliseconds: Self.now)
-        _ = try await mailbox.receive([theirs])
+        _ = try await author.receive([theirs])
         let before = try store.logSummaries()
 
         // Back to the schema before: the tables and the migration's record gone.
@@ -141,7 +141,7 @@ struct LogSummaryTests {
         let local = NodeIdentity.generate()
         var peer = Author(identity: .generate())
         let store = try Store(directory: nil, localUser: local.publicKey)
-        let mailbox = try Mailbox(store: store, identity: local, wallClock: { Self.now })
+        let author = try LocalAuthor(store: store, identity: local, wallClock: { Self.now })
         var world = Replica(localUser: peer.user)
         var ops: [SignedOperation] = []
         func add(_ op: SignedOperation) {
@@ -151,7 +151,7 @@ struct LogSummaryTests {
         add(peer.createConversation(with: [local.publicKey], distinct: false, in: world, wallMilliseconds: Self.now))
         let id = ops[0].operation.conversation
         for index in 0..<5 { add(peer.write(Self.text("p\(index)"), in: id, replica: world, wallMilliseconds: Self.now + UInt64(index))) }
-        let applied = try await mailbox.receive(ops)
+        let applied = try await author.receive(ops)
         let receipt = try #require(applied.acknowledgements.first)
         let all = try store.operations(in: id, beyond: VersionVector(), limit: 100)
         #expect(all.map(\.id) == ops.map(\.id) + [receipt.id])

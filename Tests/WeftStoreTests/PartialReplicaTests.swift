@@ -5,7 +5,7 @@ import WeftCrypto
 import WeftModel
 @testable import WeftStore
 
-/// The store's partial replica (`Store+Loading.swift`): logs loaded when a write needs them and
+/// The store's partial replica (`OperationLog+Loading.swift`): logs loaded when a write needs them and
 /// dropped after it, with the same results as a replica holding everything.
 @Suite("Store: a partial replica, loaded and trimmed")
 struct PartialReplicaTests {
@@ -39,7 +39,7 @@ struct PartialReplicaTests {
                 groups.insert(id)
                 if let snapshot = reference.conversation(id) { groups.formUnion([snapshot.id] + snapshot.mergedIDs) }
             }
-            #expect(store.loadedConversations.isSubset(of: groups), "the logs in memory after batch \(index)")
+            #expect(store.operationLog.loadedConversations.isSubset(of: groups), "the logs in memory after batch \(index)")
             if index % 10 == 0 { try expectStore(store, matches: reference) }
         }
         try expectStore(store, matches: reference)
@@ -54,7 +54,7 @@ struct PartialReplicaTests {
         let friend = NodeIdentity.generate().publicKey
         let other = NodeIdentity.generate().publicKey
         let store = try Store(directory: directory.url, localUser: identity.publicKey, cachedOperationLimit: 0)
-        // By hand, not through `Mailbox`, so a second distinct creation for a set can be made.
+        // By hand, not through `LocalAuthor`, so a second distinct creation for a set can be made.
         func create(_ with: UserID) async throws -> ConversationID {
             try await store.commitLocal(building: { replica in
                 let op = me.author.withLock { $0.createConversation(with: [with], in: replica, wallMilliseconds: Self.now) }
@@ -70,7 +70,7 @@ struct PartialReplicaTests {
         let withFriend = try await create(friend)
         _ = try await post("one", in: withFriend)
         let withOther = try await create(other)  // drops the log with the friend
-        #expect(store.loadedConversations == [withOther])
+        #expect(store.operationLog.loadedConversations == [withOther])
         #expect(try store.replica.distinctConversation(for: [identity.publicKey, friend]) == withFriend)
         let two = try await post("two", in: withFriend)
         #expect(two.report.accepted.count == 1)

@@ -5,7 +5,7 @@ import WeftCrypto
 @testable import WeftModel
 @testable import WeftStore
 
-/// The store's bounds on operations waiting for causes (`Store+Pending.swift`, SPEC.md §11.1):
+/// The store's bounds on operations waiting for causes (`OperationLog+Pending.swift`, SPEC.md §11.1):
 /// too old, or past a log's limit, they are deleted, with the replica in memory, the summaries
 /// and a reopened store all agreeing.
 @Suite("Store: pending operations expire and are bounded per log")
@@ -80,7 +80,7 @@ struct PendingBoundsTests {
     static func expectConsistent(_ store: Store, pending expected: Set<OperationID>, in log: ConversationID, sourceLocation: SourceLocation = #_sourceLocation) throws {
         #expect(try pendingIDs(store) == expected, "pending rows", sourceLocation: sourceLocation)
         #expect(try store.operationCounts().pending == expected.count, sourceLocation: sourceLocation)
-        let inMemory = store.state.withLock { $0.replica }
+        let inMemory = store.operationLog.slot.withLock { $0.replica }
         if let inMemory, inMemory.isLoaded(log) {
             #expect(Set(inMemory.pending.keys) == expected, "pending in memory", sourceLocation: sourceLocation)
             #expect(inMemory.pendingCount(in: log) == expected.count, sourceLocation: sourceLocation)
@@ -137,7 +137,7 @@ struct PendingBoundsTests {
         // Another log's write drops this one from memory (the limit is 0): expiry loads it.
         let other = Setting()
         _ = try await Self.receive([other.creation], by: store, at: Self.start + 10 * Self.hour + 3)
-        #expect(!store.loadedConversations.contains(setting.conversation))
+        #expect(!store.operationLog.loadedConversations.contains(setting.conversation))
 
         let expired = try await store.expirePending(olderThan: Self.start + 5 * Self.hour)
         #expect(Set(expired) == Set(junk.map(\.id)))
@@ -262,23 +262,23 @@ struct PendingBoundsTests {
             let applied = try await Self.receive(batch, by: store, at: Self.start + 2)
             #expect(applied.report.pending.count == 10_000 && applied.droppedPending.isEmpty)
         }
-        #expect(store.loadedConversations == [setting.conversation])
+        #expect(store.operationLog.loadedConversations == [setting.conversation])
 
         // The local user's own conversation with someone else.
-        let mailbox = try Mailbox(store: store, identity: setting.local, wallClock: { Self.start + 3 })
-        let work = { store.state.withLock { $0.replica!.pendingIndexWork } }
+        let author = try LocalAuthor(store: store, identity: setting.local, wallClock: { Self.start + 3 })
+        let work = { store.operationLog.slot.withLock { $0.replica!.pendingIndexWork } }
         var before = work()
-        let (other, _) = try await mailbox.createConversation(with: [NodeIdentity.generate().publicKey])
+        let (other, _) = try await author.createConversation(with: [NodeIdentity.generate().publicKey])
         // Past the cache limit (`count`): the write drops the crowded log, each waiter's three
         // index entries once.
         #expect(work() - before == 3 * count)
-        #expect(store.loadedConversations == [other])
+        #expect(store.operationLog.loadedConversations == [other])
         for index in 0..<20 {
             before = work()
-            let posted = try await mailbox.post([MessagePart(mimeType: "text/plain", data: [UInt8(index)])], in: other)
+            let posted = try await author.post([MessagePart(mimeType: "text/plain", data: [UInt8(index)])], in: other)
             #expect(try store.message(posted.id) != nil)
             #expect(work() == before, "commit \(index) touched pending operations")
-            #expect(store.loadedConversations == [other])
+            #expect(store.operationLog.loadedConversations == [other])
         }
         #expect(try store.operationCounts().pending == count)
     }
@@ -351,7 +351,7 @@ struct PendingBoundsTests {
         }
         let byLog = Dictionary(grouping: rows, by: \.1).mapValues { Set($0.map(\.0)) }
         #expect(byLog.values.allSatisfy { $0.count <= limit }, "a log past the limit", sourceLocation: sourceLocation)
-        if let inMemory = store.state.withLock({ $0.replica }) {
+        if let inMemory = store.operationLog.slot.withLock({ $0.replica }) {
             for log in inMemory.loadedConversations {
                 #expect(Set(inMemory.pendingByConversation[log] ?? []) == byLog[log] ?? [], "pending in memory of \(log)", sourceLocation: sourceLocation)
             }

@@ -376,7 +376,7 @@ struct QueryTests {
         let query = MessageQuery(
             [.init(.conversation, .equal, .conversation(busiest.id))], sort: [.init(.position, ascending: false)], limit: 10)
         let plan = try await store.database.read { db in
-            let sql = try QueryTranslation.select(query, columns: Store.messageColumns, in: db)
+            let sql = try QueryTranslation.select(query, columns: MessageQueries.columns, in: db)
             return try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql.text, arguments: sql.arguments).map { $0["detail"] as String }
         }
         #expect(plan.contains { $0.contains("message_on_conversation_order") }, "\(plan)")

@@ -43,7 +43,7 @@ struct SchemaTests {
         let store = try Store(directory: nil, localUser: NodeIdentity.generate().publicKey)
         try await store.database.read { db in
             for count in [1, 16, 500] {
-                let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + Store.waitingSQL(count: count), arguments: StatementArguments(
+                let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + Outbox.waitingSQL(count: count), arguments: StatementArguments(
                     (0..<count).map { _ in Data(count: 32) })).map { $0["detail"] as String }
                 #expect(plan.contains { $0.contains("sqlite_autoindex_outbox_1 (message=?)") }, "\(plan)")
                 #expect(!plan.contains { $0.contains("outbox_on_state") }, "\(plan)")
@@ -85,9 +85,9 @@ struct SchemaTests {
         let identity = NodeIdentity.generate()
         let peer = NodeIdentity.generate().publicKey
         let store = try Store(directory: directory, localUser: identity.publicKey)
-        let mailbox = try Mailbox(store: store, identity: identity, wallClock: { Self.now })
-        let (conversation, _) = try await mailbox.createConversation(with: [peer])
-        let posted = try await mailbox.post([MessagePart(mimeType: "text/plain", data: [1])], in: conversation)
+        let author = try LocalAuthor(store: store, identity: identity, wallClock: { Self.now })
+        let (conversation, _) = try await author.createConversation(with: [peer])
+        let posted = try await author.post([MessagePart(mimeType: "text/plain", data: [1])], in: conversation)
 
         // Back to the v1 checks, and the migration's record gone.
         try await store.database.writeWithoutTransaction { db in
@@ -135,15 +135,15 @@ struct SyncingTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let identity = NodeIdentity.generate()
         let store = try Store(directory: directory, localUser: identity.publicKey)
-        let mailbox = try Mailbox(store: store, identity: identity, wallClock: { SchemaTests.now })
-        let (conversation, _) = try await mailbox.createConversation(with: [NodeIdentity.generate().publicKey])
-        let posted = try await mailbox.post([MessagePart(mimeType: "text/plain", data: [1])], in: conversation)
+        let author = try LocalAuthor(store: store, identity: identity, wallClock: { SchemaTests.now })
+        let (conversation, _) = try await author.createConversation(with: [NodeIdentity.generate().publicKey])
+        let posted = try await author.post([MessagePart(mimeType: "text/plain", data: [1])], in: conversation)
         #expect(try await Self.writerSynchronous(store) == 2)
 
         let observed = Mutex<Int?>(nil)
-        try await store.write(syncing: false) { db in
+        try await store.transactions.write(syncing: false) { db in
             observed.withLock { $0 = try? Int.fetchOne(db, sql: "PRAGMA synchronous") }
-            return ((), Store.Publication())
+            return ((), Publication())
         }
         #expect(observed.withLock { $0 } == 1)
         #expect(try await store.markSent(among: [posted.id]) == [posted.id])

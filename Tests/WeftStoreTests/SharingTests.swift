@@ -16,11 +16,11 @@ struct SharingTests {
     struct Node {
         let identity = NodeIdentity.generate()
         let store: Store
-        let mailbox: Mailbox
+        let author: LocalAuthor
 
         init(now: UInt64 = SharingTests.now) throws {
             store = try Store(directory: nil, localUser: identity.publicKey)
-            mailbox = try Mailbox(store: store, identity: identity, wallClock: { now })
+            author = try LocalAuthor(store: store, identity: identity, wallClock: { now })
         }
 
         var user: UserID { identity.publicKey }
@@ -39,22 +39,22 @@ struct SharingTests {
         let bob = NodeIdentity.generate().publicKey
         let carol = NodeIdentity.generate().publicKey
         var id: ConversationID!
-        let created = try await alice.committing { id = try await alice.mailbox.createConversation(with: [bob]).conversation }
+        let created = try await alice.committing { id = try await alice.author.createConversation(with: [bob]).conversation }
         #expect(created.summaries.map(\.isPublished) == [false])
         #expect(created.storedOperations.isEmpty)
         let conversationID = try #require(id)
-        let added = try await alice.committing { try await alice.mailbox.write(.addParticipants([carol]), in: [conversationID]) }
+        let added = try await alice.committing { try await alice.author.write(.addParticipants([carol]), in: [conversationID]) }
         #expect(added.storedOperations.isEmpty)
-        _ = try await alice.mailbox.write(.setMetadata(["title": "plans"]), in: [conversationID])
+        _ = try await alice.author.write(.setMetadata(["title": "plans"]), in: [conversationID])
         #expect(try alice.store.logSummary(of: conversationID)?.isPublished == false)
 
-        let posted = try await alice.committing { _ = try await alice.mailbox.post(Self.text("hello"), in: conversationID) }
+        let posted = try await alice.committing { _ = try await alice.author.post(Self.text("hello"), in: conversationID) }
         let held = try alice.store.operations(in: conversationID, beyond: VersionVector(), limit: 100)
         #expect(held.count == 4)
         #expect(posted.storedOperations.map(\.id) == held.map(\.id), "all of it, in causal order")
         #expect(posted.summaries.map(\.isPublished) == [true])
         // Later writes go as they come.
-        let later = try await alice.committing { try await alice.mailbox.write(.setMetadata(["title": "later"]), in: [conversationID]) }
+        let later = try await alice.committing { try await alice.author.write(.setMetadata(["title": "later"]), in: [conversationID]) }
         #expect(later.storedOperations.count == 1)
     }
 
@@ -65,16 +65,16 @@ struct SharingTests {
         let dave = NodeIdentity.generate().publicKey
         var id: ConversationID!
         let announced = try await alice.committing {
-            id = try await alice.mailbox.createConversation(with: [bob], announce: true).conversation
+            id = try await alice.author.createConversation(with: [bob], announce: true).conversation
         }
         #expect(announced.summaries.map(\.isPublished) == [true])
         #expect(announced.storedOperations.map(\.operation.conversation) == [try #require(id)])
 
-        let local = try await alice.mailbox.createConversation(with: [dave]).conversation
+        let local = try await alice.author.createConversation(with: [dave]).conversation
         #expect(try alice.store.logSummary(of: local)?.isPublished == false)
         var again: (conversation: ConversationID, created: Bool)!
         let republished = try await alice.committing {
-            again = try await alice.mailbox.createConversation(with: [dave], announce: true)
+            again = try await alice.author.createConversation(with: [dave], announce: true)
         }
         #expect(again.conversation == local && !again.created)
         #expect(republished.storedOperations.count == 1)
@@ -87,13 +87,13 @@ struct SharingTests {
         let bob = NodeIdentity.generate().publicKey
         let carol = NodeIdentity.generate().publicKey
         let relay = NodeIdentity.generate().publicKey
-        let id = try await alice.mailbox.createConversation(with: [bob, carol], distinct: false).conversation
-        let before = try await alice.mailbox.post(Self.text("before"), in: id)
-        let removal = try await alice.mailbox.write(.removeParticipants([bob]), in: [id])[0]
-        let after = try await alice.mailbox.post(Self.text("after"), in: id)
-        let metadata = try await alice.mailbox.write(.setMetadata(["title": "without bob"]), in: [id])[0]
-        let readd = try await alice.mailbox.write(.addParticipants([bob]), in: [id])[0]
-        let back = try await alice.mailbox.post(Self.text("back"), in: id)
+        let id = try await alice.author.createConversation(with: [bob, carol], distinct: false).conversation
+        let before = try await alice.author.post(Self.text("before"), in: id)
+        let removal = try await alice.author.write(.removeParticipants([bob]), in: [id])[0]
+        let after = try await alice.author.post(Self.text("after"), in: id)
+        let metadata = try await alice.author.write(.setMetadata(["title": "without bob"]), in: [id])[0]
+        let readd = try await alice.author.write(.addParticipants([bob]), in: [id])[0]
+        let back = try await alice.author.post(Self.text("back"), in: id)
         let all = try alice.store.operations(in: id, beyond: VersionVector(), limit: 100)
         #expect(all.count == 7)
 
@@ -117,14 +117,14 @@ struct SharingTests {
         // A merge group: alice's and carol's distinct conversations for {alice, bob, carol}
         // merge; bob removed in every log; what is posted after goes to nobody's bob.
         var carolAuthor = Author(identity: .generate())
-        let group = try await alice.mailbox.createConversation(with: [bob, carolAuthor.user]).conversation
+        let group = try await alice.author.createConversation(with: [bob, carolAuthor.user]).conversation
         let theirs = carolAuthor.createConversation(with: [alice.user, bob], in: Replica(localUser: nil), wallMilliseconds: Self.now - 5)
-        _ = try await alice.mailbox.receive([theirs])
+        _ = try await alice.author.receive([theirs])
         let merged = try #require(try alice.store.conversation(group))
         #expect(merged.mergedIDs.count == 1)
         let logs = [merged.id] + merged.mergedIDs
-        _ = try await alice.mailbox.write(.removeParticipants([bob]), in: logs)
-        let posted = try await alice.mailbox.post(Self.text("no bob"), in: merged.id)
+        _ = try await alice.author.write(.removeParticipants([bob]), in: logs)
+        let posted = try await alice.author.post(Self.text("no bob"), in: merged.id)
         #expect(try alice.store.withheld([posted], from: bob) == [posted.id])
         #expect(try alice.store.withheld([posted], from: carolAuthor.user).isEmpty)
         #expect(try alice.store.withheld([theirs], from: bob).isEmpty, "a creation is never withheld")
@@ -143,7 +143,7 @@ struct SharingTests {
         _ = world.apply(verified: [message])
         // Alice's own: created by the peer with her, quiet for as long.
         let hers = peer.createConversation(with: [alice.user], distinct: false, in: world, wallMilliseconds: Self.now - 10_000)
-        _ = try await alice.mailbox.receive([relayed, message, hers])
+        _ = try await alice.author.receive([relayed, message, hers])
         let relayedID = relayed.operation.conversation
         let before = try #require(try alice.store.logSummary(of: relayedID))
         // Relayed, so not shown (SPEC.md §14.9): no rows, only the log.
@@ -170,7 +170,7 @@ struct SharingTests {
 
         // A later operation of the pruned log: the tombstone goes, the log starts again.
         let later = peer.write(.postMessage(parts: Self.text("again"), options: .init()), in: relayedID, replica: world, wallMilliseconds: Self.now)
-        let applied = try await alice.mailbox.receive([later])
+        let applied = try await alice.author.receive([later])
         #expect(applied.newOperations == [later.id])
         #expect(applied.pendingCount == 1, "its causes were pruned")
         let fresh = try #require(try alice.store.logSummary(of: relayedID))
@@ -178,7 +178,7 @@ struct SharingTests {
         #expect(fresh.operationCount == 1)
         #expect(fresh.digest == SetDigest([later.id]))
         // Fetched again, the log is whole.
-        _ = try await alice.mailbox.receive([relayed, message])
+        _ = try await alice.author.receive([relayed, message])
         #expect(try alice.store.logSummary(of: relayedID)?.operationCount == 3)
         #expect(try alice.store.operations(in: relayedID).count == 3)
         #expect(try alice.store.conversation(relayedID) == nil, "still relayed only")
@@ -200,7 +200,7 @@ struct SharingTests {
             _ = world.apply(verified: [post])
             posts.append(post)
         }
-        let relayed = try await alice.committing { _ = try await alice.mailbox.receive([creation] + posts) }
+        let relayed = try await alice.committing { _ = try await alice.author.receive([creation] + posts) }
         #expect(relayed.changes.isEmpty, "nothing shown")
         #expect(try alice.store.conversation(id) == nil)
         #expect(try alice.store.count(ConversationQuery()) == 0)
@@ -209,7 +209,7 @@ struct SharingTests {
 
         // The peer adds alice: her node shows the conversation with everything in it.
         let add = peer.write(.addParticipants([alice.user]), in: id, replica: world, wallMilliseconds: Self.now)
-        let joined = try await alice.committing { _ = try await alice.mailbox.receive([add]) }
+        let joined = try await alice.committing { _ = try await alice.author.receive([add]) }
         #expect(joined.changes.conversations.map(\.kind) == [.create])
         #expect(Set(joined.changes.messages.filter { $0.kind == .create }.map(\.id)) == Set(posts.map(\.id)))
         let shown = try #require(try alice.store.conversation(id))

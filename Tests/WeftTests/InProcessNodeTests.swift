@@ -74,7 +74,7 @@ struct InProcessNodeTests {
             let changes = alice.client.changes()
             let chat = try await bob.client.createConversation(with: [alice.client.localUser])
             let sent = try await bob.client.send([.text("hi alice")], in: chat.id)
-            let applied = try await alice.client.mailbox.receive(bob.store.operations(in: chat.id))
+            let applied = try await alice.client.localAuthor.receive(bob.store.operations(in: chat.id))
             #expect(applied.refused.isEmpty)
             #expect(applied.report.accepted.contains(sent.id))
             var heard = false

@@ -65,7 +65,7 @@ extension Replicator {
         inFlight.withLock { inFlight in for signed in operations { inFlight.insert(signed.id) } }
         let batch: Result<Store.CheckedBatch, any Error>
         do {
-            batch = .success(try await mailbox.store.checkSignatures(operations))
+            batch = .success(try await localAuthor.store.checkSignatures(operations))
         } catch {
             batch = .failure(error)
         }
@@ -78,7 +78,7 @@ extension Replicator {
         let operations = items.map(\.operation)
         do {
             // The storer reads no change set: the store may skip reading back updated messages.
-            let applied = try await mailbox.receive(checked.batch.get(), completeChanges: false)
+            let applied = try await localAuthor.receive(checked.batch.get(), completeChanges: false)
             let new = Set(applied.newOperations)
             // Only commits of new operations appear on the change stream.
             inFlight.withLock { inFlight in for signed in operations where !new.contains(signed.id) { inFlight.remove(signed.id) } }

@@ -26,7 +26,7 @@ import WeftWire
 /// `run()` returns once the node stopped.
 public final class Replicator: Service, Sendable {
     public let node: MeshNode
-    public let mailbox: Mailbox
+    public let localAuthor: LocalAuthor
     public let configuration: ReplicationConfiguration
     let logger: Logger
     /// Told of every node event, in order, before the replicator handles it.
@@ -48,21 +48,21 @@ public final class Replicator: Service, Sendable {
     /// trims after it are done.
     let lastConnectionEnd = Mutex<(ended: ContinuousClock.Instant, trimmed: Bool)?>(nil)
 
-    var store: Store { mailbox.store }
+    var store: Store { localAuthor.store }
 
     public init(
-        node: MeshNode, mailbox: Mailbox, configuration: ReplicationConfiguration = ReplicationConfiguration(),
+        node: MeshNode, localAuthor: LocalAuthor, configuration: ReplicationConfiguration = ReplicationConfiguration(),
         logger: Logger = Logger(label: "weft.replication"), observer: @escaping @Sendable (NodeEvent) -> Void = { _ in }
     ) throws {
         self.node = node
-        self.mailbox = mailbox
+        self.localAuthor = localAuthor
         self.configuration = configuration
         self.logger = logger
         self.observer = observer
         self.unstored = UnstoredOperations(limit: configuration.maxUnstoredOperations)
         self.initialCore = Mutex(SyncCore(
-            configuration: configuration.sync, localUser: mailbox.localUser, summaries: try mailbox.store.logSummaries(),
-            memberships: try mailbox.store.membershipFacts()))
+            configuration: configuration.sync, localUser: localAuthor.localUser, summaries: try localAuthor.store.logSummaries(),
+            memberships: try localAuthor.store.membershipFacts()))
         self.queue = SyncEventQueue(capacity: configuration.maxQueuedEvents)
     }
 
@@ -240,7 +240,7 @@ public final class Replicator: Service, Sendable {
 
     private func expire() async {
         do {
-            let failed = try await store.expireOutbox(wallMilliseconds: Mailbox.systemClock())
+            let failed = try await store.expireOutbox(wallMilliseconds: LocalAuthor.systemClock())
             if !failed.isEmpty { logger.notice("\(failed.count) message(s) failed: their time to live ran out") }
         } catch {
             logger.error("cannot expire the outbox: \(error)")
@@ -250,7 +250,7 @@ public final class Replicator: Service, Sendable {
     /// Deletes pending operations stamped longer ago than the store lets them wait, and tells
     /// the core (the peers that sent them may send that many more).
     private func expirePending() async {
-        let now = Mailbox.systemClock()
+        let now = LocalAuthor.systemClock()
         guard now > store.pendingLifetime else { return }
         do {
             let expired = try await store.expirePending(olderThan: now - store.pendingLifetime)
@@ -265,7 +265,7 @@ public final class Replicator: Service, Sendable {
 
     private func prune() async {
         let retention = UInt64(configuration.retention.components.seconds) * 1000
-        let now = Mailbox.systemClock()
+        let now = LocalAuthor.systemClock()
         guard now > retention else { return }
         do {
             let pruned = try await store.pruneRelayed(olderThan: now - retention)

@@ -184,8 +184,8 @@ func registerStoreBenchmarks() {
             do {
                 let store = try Store(directory: copy.directory, localUser: StoreFixtures.local.publicKey)
                 let conversation = try store.conversations(ConversationQuery(sort: [.init(.lastMessageAt, ascending: false)], limit: 1))
-                let mailbox = try Mailbox(store: store, identity: StoreFixtures.local, wallClock: { StoreFixtures.wallMilliseconds })
-                let posted = try await mailbox.post(
+                let author = try LocalAuthor(store: store, identity: StoreFixtures.local, wallClock: { StoreFixtures.wallMilliseconds })
+                let posted = try await author.post(
                     [MessagePart(mimeType: "text/plain", data: Array("one more".utf8))], in: conversation[0].id)
                 guard try store.message(posted.id) != nil else { return benchmark.error("the message was not stored") }
                 benchmark.measurement(StoreFixtures.residentAfterWrite, StoreFixtures.residentBytes() / 1_000_000)

@@ -6,7 +6,7 @@ import WeftStore
 
 /// The store's side of a catch-up: a node that holds nothing receives 100 conversations of
 /// 1,000 messages each, 5,000 operations at a time (50 of every conversation per batch, the
-/// first batch with the creations), through `Mailbox.receive`, as a node applies what peers
+/// first batch with the creations), through `LocalAuthor.receive`, as a node applies what peers
 /// send: signatures, replica, change set, the local user's delivered receipts (one per
 /// conversation per batch), one transaction. 20 iterations apply the whole 100,000.
 /// ops/s = 5,000 x throughput.
@@ -24,7 +24,7 @@ func registerStoreCatchUpBenchmarks() {
                     return
                 }
                 do {
-                    let applied = try await fixture.mailbox.receive(batch)
+                    let applied = try await fixture.author.receive(batch)
                     guard applied.report.accepted.count == batch.count else {
                         benchmark.error("only \(applied.report.accepted.count) of \(batch.count) accepted")
                         return
@@ -85,10 +85,10 @@ extension StoreFixtures {
     }
 }
 
-/// A store on disk for the local user, its mailbox, and the batches to receive, one per iteration.
+/// A store on disk for the local user, its local author, and the batches to receive, one per iteration.
 final class CatchUpFixture: @unchecked Sendable {
     // @unchecked: the benchmark runs its iterations on one thread, one after the other.
-    let mailbox: Mailbox
+    let author: LocalAuthor
     private let batches: [[SignedOperation]]
     private var index = 0
     private let directory: URL
@@ -96,7 +96,7 @@ final class CatchUpFixture: @unchecked Sendable {
     init(batches: [[SignedOperation]]) throws {
         directory = ScratchDirectories.make("weft-bench-catchup")
         let store = try Store(directory: directory, localUser: StoreFixtures.local.publicKey)
-        mailbox = try Mailbox(store: store, identity: StoreFixtures.local, wallClock: { StoreFixtures.wallMilliseconds })
+        author = try LocalAuthor(store: store, identity: StoreFixtures.local, wallClock: { StoreFixtures.wallMilliseconds })
         self.batches = batches
     }
 

@@ -61,7 +61,7 @@ struct Reconciliation {
         let secondStore = try Store(directory: nil, localUser: secondIdentity.publicKey)
         try await firstStore.fillSynthetic(
             conversations: conversations, messagesPerConversation: 1, local: firstIdentity, peers: [NodeIdentity.generate()])
-        let secondMailbox = try Mailbox(store: secondStore, identity: secondIdentity)
+        let secondAuthor = try LocalAuthor(store: secondStore, identity: secondIdentity)
         var missingBytes = 0
         var batch: [SignedOperation] = []
         for (index, summary) in try firstStore.logSummaries().enumerated() {
@@ -69,11 +69,11 @@ struct Reconciliation {
             if index < missing, let last = operations.popLast() { missingBytes += SyncMessage.byteCount(of: last) }
             batch += operations
             if batch.count >= 4_000 {
-                _ = try await secondMailbox.receive(batch)
+                _ = try await secondAuthor.receive(batch)
                 batch = []
             }
         }
-        if !batch.isEmpty { _ = try await secondMailbox.receive(batch) }
+        if !batch.isEmpty { _ = try await secondAuthor.receive(batch) }
 
         func makeNode(_ name: String, _ identity: NodeIdentity, _ store: Store) throws -> InProcessNode {
             try InProcessNode(

@@ -5,38 +5,22 @@ import WeftModel
 // Pending operations (SPEC.md §11.1): an operation whose causes have not arrived waits in the
 // operation table with status 'pending' (and in the replica while its log is in memory). A peer
 // can make up causes that never come, so the store bounds them:
-// - an operation stamped more than `pendingLifetime` before the wall clock does not wait: the
+// - an operation stamped more than `Store.pendingLifetime` before the wall clock does not wait: the
 //   sweep (`expirePending(olderThan:)`) deletes those held, and a commit deletes those it would
 //   leave waiting. Its own timestamp, not when it arrived, so that every node lets the same
 //   operation go at about the same time and none takes it back from another (an age counted
 //   from arrival would start again each time reconciliation brought it back);
-// - a log holds at most `pendingLimit` of them: a commit that leaves more deletes the oldest
+// - a log holds at most `Store.pendingLimit` of them: a commit that leaves more deletes the oldest
 //   (by timestamp, then identifier, the same on every node holding the same ones).
 // A deleted operation is as if never received: what waits for it waits on, and it is taken
 // again when offered again (accepted if its causes are held by then; waiting again if it is
 // within the bounds). Deleting costs the operations deleted (a few index lookups each) and,
 // only where one held a slot at or below its author's head, that author's other operations in
 // the log that are not accepted: never the whole log (`LogSummaryTable.remove`).
-extension Store {
-    /// Pending operations one log may hold, unless the store is opened with another limit:
-    /// the replication bound per peer (10,000, SPEC.md §14.8), so one peer fills one log at
-    /// most; a log at the limit costs some 25 MB while in memory.
-    public static let defaultPendingLimit = 10_000
-
-    /// How long before the wall clock an operation may be stamped and still wait for its causes,
-    /// unless the store is opened with another lifetime: 24 hours. Causes normally arrive within
-    /// seconds (a cause request after a graft timeout, reconciliation every 30 s); a day covers a
-    /// peer that holds them being away overnight. Nothing is lost for good: an operation accepted
-    /// somewhere comes back by reconciliation once its causes are held here.
-    public static let defaultPendingLifetime: UInt64 = 24 * 60 * 60 * 1000
-
-    /// Deletes every pending operation stamped before `wallMilliseconds` (callers pass the wall
-    /// clock less `pendingLifetime`), in one transaction, with their share of their logs'
-    /// summaries; the commit publishes the new summaries (a log left with nothing is reported
-    /// with `operationCount` 0 and unpublished). Returns the deleted operations: replication
-    /// counts them released from pending (and forgets it saw them, so they are taken again).
-    @discardableResult
-    public func expirePending(olderThan wallMilliseconds: UInt64) async throws -> [OperationID] {
+extension OperationLog {
+    /// `Store.expirePending(olderThan:)`: deletes the pending operations stamped before
+    /// `wallMilliseconds`, in one transaction, and returns them.
+    func expirePending(olderThan wallMilliseconds: UInt64) async throws -> [OperationID] {
         let cutoff = HLCTimestamp(milliseconds: wallMilliseconds, counter: 0).databaseValue
         let cachedOperationLimit = self.cachedOperationLimit
         return try await writeThroughReplica { db, lease in
@@ -53,7 +37,7 @@ extension Store {
             // A log's accepted operations tell what the deletions do to its heads.
             try Self.loadLogs(logs.filter { !lease.replica.isLoaded($0) }, into: &lease.replica, in: db)
             let deletion = try Self.deletePending(expired, lease: &lease, in: db)
-            let summaries = try Self.summaries(of: deletion.logs, in: db)
+            let summaries = try LogSummaries.summaries(of: deletion.logs, in: db)
             Self.trim(&lease.replica, keeping: [], limit: cachedOperationLimit)
             return (deletion.ids, Publication(stored: StoredRecord(summaries: summaries)))
         }
@@ -64,7 +48,7 @@ extension Store {
     /// What a commit of received operations deleted of the pending ones.
     struct PendingDrops {
         /// Operations of the batch the store did not hold before, deleted at once: refused.
-        var refused: [Refusal] = []
+        var refused: [Store.Refusal] = []
         /// Operations held pending before the commit, deleted by it.
         var dropped: [OperationID] = []
         /// The logs whose summaries the deletions changed.
@@ -109,7 +93,7 @@ extension Store {
         var drops = PendingDrops(logs: deleted.logs)
         for id in deleted.ids {
             if new.contains(id) {
-                drops.refused.append(Refusal(
+                drops.refused.append(Store.Refusal(
                     operation: id,
                     error: OperationError(
                         .pendingLimit,
@@ -171,14 +155,5 @@ extension Store {
             acceptedThrough: { log, author in replica.nextSequence(for: author, in: log) - 1 },
             latestAccepted: { replica.latestTimestamp(in: $0) })
         return deletion
-    }
-
-    /// The summaries of `logs` as they stand, sorted; a log no longer held as one with nothing
-    /// in it, unpublished (it takes no part in reconciliation).
-    static func summaries(of logs: Set<ConversationID>, in db: Database) throws -> [LogSummary] {
-        guard !logs.isEmpty else { return [] }
-        var found = Dictionary(uniqueKeysWithValues: try LogSummaryTable(db: db).summaries(of: logs.sorted()).map { ($0.conversation, $0) })
-        for log in logs where found[log] == nil { found[log] = LogSummary(conversation: log, isPublished: false) }
-        return found.values.sorted { $0.conversation < $1.conversation }
     }
 }

@@ -5,18 +5,13 @@ import WeftModel
 // Retention (SPEC.md §13.8): a node keeps the conversations of its own user for good, and
 // relays the others for a retention period (the node's configuration, 30 days by default),
 // then prunes them, keeping only their summaries as tombstones.
-extension Store {
-    /// Deletes every log the local user never participated in (nor in any member of its merge
-    /// group) whose group's last activity is older than `wallMilliseconds`: its operations,
-    /// conversations and messages. Each log's summary stays as a tombstone
-    /// (`LogSummary.isPruned`), so reconciliation does not fetch it again; if an operation of
-    /// a pruned log arrives later, the tombstone goes and the log is held again from scratch.
-    /// Returns how many logs were pruned.
-    @discardableResult
-    public func pruneRelayed(olderThan wallMilliseconds: UInt64) async throws -> Int {
+extension OperationLog {
+    /// `Store.pruneRelayed(olderThan:)`: deletes the relayed logs whose group's last activity
+    /// is older than `wallMilliseconds`, leaving their summaries as tombstones; returns how many.
+    func pruneRelayed(olderThan wallMilliseconds: UInt64) async throws -> Int {
         let localUser = self.localUser
         let cutoff = HLCTimestamp(milliseconds: wallMilliseconds, counter: 0).databaseValue
-        return try await write { db in
+        return try await transactions.write { db in
             let old = Set(try Data.fetchAll(
                 db.cached("SELECT conversation FROM log_summary WHERE isPruned = 0 AND lastActivity < ?"), arguments: [cutoff]
             ).map { try WeftStore.Stored.conversationID($0, "log_summary.conversation") })

@@ -2,53 +2,30 @@ import Foundation
 import GRDB
 import WeftModel
 
-/// Why a recipient of the local user's message failed (SPEC.md §13.6), as the sender's node
-/// words it for the sender's callback.
-public enum DeliveryFailure: Sendable, Hashable, CustomStringConvertible {
-    /// The recipient's node did not deliver within the message's time to live (milliseconds).
-    case expired(timeToLive: UInt64)
-    /// A node refused the message, for this reason.
-    case rejected(String)
+/// Delivery failures: per-recipient failure of the local user's messages, a local record (never
+/// replicated) that a recipient's node did not deliver in time or refused. Owns the
+/// `delivery_failure` table: recording failures (by hand, or when a message's time to live runs
+/// out with its outbox entry, `Outbox.expireOutbox`) and showing them over the replicated
+/// statuses, as `RecipientStatus.failed` while a status is below delivered: a delivery that
+/// arrives later wins. Readers of messages show them (`MessageQueries`), and so do commits'
+/// change sets (`withDeliveryFailures`).
+struct DeliveryFailures: Sendable {
+    let localUser: UserID
+    let transactions: Transactions
 
-    /// "expired: not delivered within 12 h", "rejected: REASON".
-    public var description: String {
-        switch self {
-        case .expired(let timeToLive): "expired: not delivered within \(Self.duration(timeToLive))"
-        case .rejected(let reason): "rejected: \(reason)"
-        }
-    }
-
-    /// A duration in milliseconds as people say it: its two largest units ("12 h",
-    /// "1 h 30 min", "45 s", "250 ms").
-    public static func duration(_ milliseconds: UInt64) -> String {
-        let units: [(UInt64, String)] = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "min"), (1_000, "s"), (1, "ms")]
-        var rest = milliseconds
-        var parts: [String] = []
-        for (size, name) in units where rest >= size && parts.count < 2 {
-            parts.append("\(rest / size) \(name)")
-            rest %= size
-        }
-        return parts.isEmpty ? "0 ms" : parts.joined(separator: " ")
-    }
-}
-
-// Per-recipient failure of the local user's messages: a local record (never replicated) that a
-// recipient's node did not deliver in time or refused. It shows as `RecipientStatus.failed`
-// while the replicated status is below delivered: a delivery that arrives later wins.
-extension Store {
-    /// Records that `message` (the local user's) failed for `recipients`, or for every
-    /// recipient not yet delivered when nil; a recipient already delivered, or failed before,
-    /// is left as it is. Returns the recipients that failed now.
-    @discardableResult
-    public func failDelivery(
+    /// `Store.failDelivery(of:to:reason:wallMilliseconds:)`: records that the local user's
+    /// `message` failed for `recipients` (every recipient not yet delivered when nil); returns
+    /// those that failed now.
+    func failDelivery(
         of message: OperationID, to recipients: Set<UserID>? = nil, reason: DeliveryFailure, wallMilliseconds: UInt64
     ) async throws -> Set<UserID> {
-        try await write { db in
-            guard let before = try Self.messageSnapshot(message, in: db), before.sender == self.localUser else {
+        let localUser = self.localUser
+        return try await transactions.write { db in
+            guard let before = try MessageQueries.message(message, in: db), before.sender == localUser else {
                 throw StoreError(.unknownMessage, "the store has no message \(message) of the local user")
             }
             let failed = try Self.recordFailures(of: before, to: recipients, reason: reason.description, now: wallMilliseconds, in: db)
-            guard !failed.isEmpty, let after = try Self.messageSnapshot(message, in: db) else { return (failed, Publication()) }
+            guard !failed.isEmpty, let after = try MessageQueries.message(message, in: db) else { return (failed, Publication()) }
             var changes = ChangeSet()
             changes.messages = [.recipientStatusUpdate(of: after, from: before.recipientStatus)]
             return (failed, Publication(changes: changes))
@@ -81,20 +58,15 @@ extension Store {
         for row in rows {
             let message = try row.operationID(0, "outbox.message")
             try db.execute(sql: "UPDATE outbox SET recipientsChecked = 1 WHERE message = ?", arguments: [Data(message.bytes)])
-            guard let before = try messageSnapshot(message, in: db) else { continue }
+            guard let before = try MessageQueries.message(message, in: db) else { continue }
             let timeToLive = try row.integer(1, "outbox.expiresAt - outbox.createdAt")
             let reason = DeliveryFailure.expired(timeToLive: UInt64(clamping: timeToLive)).description
             guard !(try recordFailures(of: before, to: nil, reason: reason, now: now, in: db)).isEmpty,
-                let after = try messageSnapshot(message, in: db)
+                let after = try MessageQueries.message(message, in: db)
             else { continue }
             changes.append(.recipientStatusUpdate(of: after, from: before.recipientStatus))
         }
         return changes
-    }
-
-    static func messageSnapshot(_ id: OperationID, in db: Database) throws -> MessageSnapshot? {
-        let rows = try Row.fetchAll(db.cached("\(messageColumns) WHERE m.id = ?"), arguments: [Data(id.bytes)])
-        return try messages(rows: rows, countingFromEnd: true, in: db).first
     }
 
     // MARK: - Showing failures

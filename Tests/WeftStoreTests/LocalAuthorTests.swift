@@ -4,8 +4,8 @@ import WeftCrypto
 import WeftModel
 @testable import WeftStore
 
-@Suite("Mailbox: received operations are acknowledged and announced by the store alone")
-struct MailboxTests {
+@Suite("LocalAuthor: received operations are acknowledged and announced by the store alone")
+struct LocalAuthorTests {
     static let now: UInt64 = 1_700_000_000_000
 
     static func text(_ s: String) -> OperationBody {
@@ -37,10 +37,10 @@ struct MailboxTests {
     func groupCommit() async throws {
         let localIdentity = NodeIdentity.generate()
         let store = try Store(directory: nil, localUser: localIdentity.publicKey)
-        let mailbox = try Mailbox(store: store, identity: localIdentity, wallClock: { Self.now })
+        let author = try LocalAuthor(store: store, identity: localIdentity, wallClock: { Self.now })
         let others = (0..<2).map { _ in NodeIdentity.generate().publicKey }
         var created: [ConversationID] = []
-        for other in others { created.append(try await mailbox.createConversation(with: [other], announce: true).conversation) }
+        for other in others { created.append(try await author.createConversation(with: [other], announce: true).conversation) }
         let logs = created
         let before = store.latestChangeNumber
 
@@ -49,7 +49,7 @@ struct MailboxTests {
             for index in 0..<count {
                 group.addTask {
                     let parts = [MessagePart(mimeType: "text/plain", data: Array("m\(index)".utf8))]
-                    let result = try await mailbox.postShowing(parts, in: logs[index % 2])
+                    let result = try await author.postShowing(parts, in: logs[index % 2])
                     return (index, result.post, result.message)
                 }
             }
@@ -76,16 +76,16 @@ struct MailboxTests {
         try expectStore(store, matches: reference)
     }
 
-    @Test("applying received operations through the mailbox alone writes the local user's delivered receipts in the same commit, one per log, and publishes one change batch")
+    @Test("applying received operations through the local author alone writes the local user's delivered receipts in the same commit, one per log, and publishes one change batch")
     func deliveredInTheSameCommit() async throws {
         let localIdentity = NodeIdentity.generate()
         var peer = Author(identity: .generate())
         let store = try Store(directory: nil, localUser: localIdentity.publicKey)
-        let mailbox = try Mailbox(store: store, identity: localIdentity, wallClock: { Self.now + 10_000 })
+        let author = try LocalAuthor(store: store, identity: localIdentity, wallClock: { Self.now + 10_000 })
         var changes = store.changes().makeAsyncIterator()
         let operations = Self.peerOperations(from: &peer, to: localIdentity.publicKey, messages: 6)
 
-        let applied = try await mailbox.receive(operations)
+        let applied = try await author.receive(operations)
         #expect(applied.refused.isEmpty)
         #expect(applied.report.accepted.count == operations.count)
         // One receipt per conversation log, naming that log's new messages, by the local user.
@@ -119,7 +119,7 @@ struct MailboxTests {
         try expectStore(store, matches: reference)
 
         // Sent again: nothing new, no receipt, no batch.
-        let again = try await mailbox.receive(operations)
+        let again = try await author.receive(operations)
         #expect(again.acknowledgements.isEmpty)
         #expect(store.latestChangeNumber == 1)
     }
@@ -129,9 +129,9 @@ struct MailboxTests {
         let localIdentity = NodeIdentity.generate()
         var peer = Author(identity: .generate())
         let store = try Store(directory: nil, localUser: localIdentity.publicKey)
-        let mailbox = try Mailbox(store: store, identity: localIdentity, wallClock: { Self.now + 100_000 })
+        let author = try LocalAuthor(store: store, identity: localIdentity, wallClock: { Self.now + 100_000 })
         let operations = Self.peerOperations(from: &peer, to: localIdentity.publicKey, messages: Store.receiptLimit + 2, logs: 1)
-        let applied = try await mailbox.receive(operations)
+        let applied = try await author.receive(operations)
         #expect(applied.acknowledgements.count == 2)
         let counts = applied.acknowledgements.map { receipt -> Int in
             guard case .delivered(let ids) = receipt.operation.body else { return 0 }
@@ -166,26 +166,26 @@ struct MailboxTests {
         add(peer.createConversation(with: [stranger], in: world, wallMilliseconds: Self.now + 2))
         add(peer.write(Self.text("theirs"), in: operations[2].operation.conversation, replica: world, wallMilliseconds: Self.now + 3))
         let store = try Store(directory: nil, localUser: localIdentity.publicKey)
-        let mailbox = try Mailbox(store: store, identity: localIdentity, wallClock: { Self.now + 10 })
-        let applied = try await mailbox.receive(operations)
+        let author = try LocalAuthor(store: store, identity: localIdentity, wallClock: { Self.now + 10 })
+        let applied = try await author.receive(operations)
         #expect(applied.report.accepted.count == 4)
         #expect(applied.acknowledgements.isEmpty)
     }
 
-    @Test("a mailbox belongs to the store's local user; bodies beyond the encoding's limits are refused before anything is encoded")
+    @Test("a local author belongs to the store's local user; bodies beyond the encoding's limits are refused before anything is encoded")
     func identityAndLimits() async throws {
         let localIdentity = NodeIdentity.generate()
         let store = try Store(directory: nil, localUser: localIdentity.publicKey)
-        let wrong = #expect(throws: StoreError.self) { try Mailbox(store: store, identity: .generate()) }
+        let wrong = #expect(throws: StoreError.self) { try LocalAuthor(store: store, identity: .generate()) }
         #expect(wrong?.code == .wrongLocalUser)
-        let mailbox = try Mailbox(store: store, identity: localIdentity)
-        let (conversation, created) = try await mailbox.createConversation(with: [NodeIdentity.generate().publicKey])
+        let author = try LocalAuthor(store: store, identity: localIdentity)
+        let (conversation, created) = try await author.createConversation(with: [NodeIdentity.generate().publicKey])
         #expect(created)
         let many = (0..<(Operation.maxItems + 1)).map { PublicIdentity(unvalidatedBytes: [UInt8](repeating: 0, count: 28) + withUnsafeBytes(of: UInt32($0).bigEndian, Array.init)) }
-        let error = await #expect(throws: StoreError.self) { try await mailbox.write(.addParticipants(many), in: [conversation]) }
+        let error = await #expect(throws: StoreError.self) { try await author.write(.addParticipants(many), in: [conversation]) }
         #expect(error?.code == .tooLarge)
         #expect(error?.message.contains("4097 users") == true)
-        let again = try await mailbox.createConversation(with: Set(try store.conversation(conversation)!.participants).subtracting([localIdentity.publicKey]))
+        let again = try await author.createConversation(with: Set(try store.conversation(conversation)!.participants).subtracting([localIdentity.publicKey]))
         #expect(again.conversation == conversation)
         #expect(!again.created)
         #expect(try store.operationCounts() == (1, 0, 0))

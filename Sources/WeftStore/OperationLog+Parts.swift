@@ -2,7 +2,8 @@ import Foundation
 import GRDB
 import WeftModel
 
-extension Store {
+// Message parts come from the log: the partial replica keeps none.
+extension OperationLog {
     /// Fills in every message snapshot's parts, which the store's partial replica does not
     /// keep: from the batch for the messages it posts, else from the message's operation in
     /// the log (a message that changes without being posted now: receipts, a merge, a fork

@@ -3,8 +3,9 @@ import Synchronization
 import WeftCrypto
 import WeftModel
 
-/// The local user's side of a store: their identity and hybrid logical clock over the `Store`.
-/// Everything the local user writes goes through here, and so does everything a node receives:
+/// The local user as the author of operations: their identity and hybrid logical clock over the
+/// `Store`. Everything the local user writes goes through here, and so does everything a node
+/// receives:
 ///
 /// - `receive(_:)` applies operations from peers and, in the same commit, the local user's
 ///   delivered receipts for the new messages addressed to them, so whatever applies operations
@@ -13,7 +14,7 @@ import WeftModel
 ///   the write, so concurrent writers never pick the same sequence number.
 ///
 /// Changes reach `store.changes()` subscribers after each commit, whoever wrote.
-public final class Mailbox: Sendable {
+public final class LocalAuthor: Sendable {
     /// Milliseconds since 1970 from the system clock.
     public static let systemClock: @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970 * 1000) }
 
@@ -25,7 +26,7 @@ public final class Mailbox: Sendable {
 
     /// - Parameter wallClock: milliseconds since 1970; tests inject their own.
     /// - Throws: `StoreError.wrongLocalUser` when `identity` is not the store's local user.
-    public init(store: Store, identity: NodeIdentity, wallClock: @escaping @Sendable () -> UInt64 = Mailbox.systemClock) throws {
+    public init(store: Store, identity: NodeIdentity, wallClock: @escaping @Sendable () -> UInt64 = LocalAuthor.systemClock) throws {
         guard identity.publicKey == store.localUser else {
             throw StoreError(.wrongLocalUser, "the identity \(identity.publicKey) is not the store's local user \(store.localUser)")
         }
@@ -34,7 +35,7 @@ public final class Mailbox: Sendable {
         self.wallClock = wallClock
     }
 
-    /// Posts waiting for the next group commit (`Mailbox+Posting.swift`).
+    /// Posts waiting for the next group commit (`LocalAuthor+Posting.swift`).
     let posts = Mutex(PostQueue())
 
     public var localUser: UserID { store.localUser }

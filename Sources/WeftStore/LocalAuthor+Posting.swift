@@ -7,7 +7,7 @@ import WeftModel
 // share it: under load each transaction carries every post that came in meanwhile; alone, a
 // post commits at once, as before.
 
-/// A post accepted by `Mailbox.postShowing` and not yet committed.
+/// A post accepted by `LocalAuthor.postShowing` and not yet committed.
 struct WaitingPost: Sendable {
     typealias Outcome = Result<(post: SignedOperation, message: MessageSnapshot?), any Error>
     var body: OperationBody
@@ -43,7 +43,7 @@ struct PostQueue: ~Copyable {
     var isCommitting = false
 }
 
-extension Mailbox {
+extension LocalAuthor {
     /// `post(_:options:in:timeToLive:)`, handing back the message as the commit wrote it too,
     /// so the caller need not read it again (nil only if the commit did not show it).
     ///

@@ -2,8 +2,8 @@ import Foundation
 import GRDB
 import WeftModel
 
-/// The store's replica in memory: a partial replica (`Replica+Loading.swift`) holding the index
-/// of every creation and only the logs that writes need.
+/// The operation log's replica in memory: a partial replica (`Replica+Loading.swift`) holding
+/// the index of every creation and only the logs that writes need.
 ///
 /// Opening a store reads nothing but the creations (one per conversation, found through the
 /// operation table's (conversation, status, appliedOrder) index), so the first write on a store
@@ -13,14 +13,7 @@ import WeftModel
 /// groups the write touched is dropped; dropped logs are loaded again
 /// from the operation table when a later write needs them. Memory is therefore bounded by that
 /// limit plus the logs of one write's merge groups (which the merge rules need whole).
-extension Store {
-    /// How many operations the logs kept in memory between writes may hold together, unless
-    /// the store is opened with another limit.
-    public static let defaultCachedOperationLimit = 100_000
-
-    /// The conversations whose logs are in memory now (for tests).
-    var loadedConversations: Set<ConversationID> { state.withLock { $0.replica?.loadedConversations ?? [] } }
-
+extension OperationLog {
     /// A partial replica knowing every conversation's creation, with no log loaded.
     static func indexedReplica(in db: Database, localUser: UserID) throws -> Replica {
         // A log's first accepted operation is its creation (everything else follows it), and
@@ -83,14 +76,5 @@ extension Store {
             _ = replica.apply(verified: chunk)
         }
         return replica
-    }
-}
-
-extension Store {
-    /// Lets SQLite go of the memory it caches (page caches, statements), without waiting: the
-    /// pool's reader connections close once their reads end and reopen on the next read.
-    /// A node calls it when a peer that made it read a lot has left (with `HeapTrim`).
-    public func releaseMemoryEventually() {
-        (database as? DatabasePool)?.releaseMemoryEventually()
     }
 }

@@ -7,12 +7,10 @@ import WeftModel
 // them. Only the local user's messages in the outbox have anything to learn from them: they are
 // now sent. The store maps the slots back to those messages, exactly: a slot where it holds
 // another operation too (a fork, §13.1) names neither.
-extension Store {
-    /// A peer acknowledged storing the operations in these slots: the local user's messages
-    /// among them that wait in the outbox (or failed) are sent, in one transaction. Returns the
-    /// messages that became sent.
-    @discardableResult
-    public func markSent(acknowledged ranges: [SlotRange]) async throws -> [OperationID] {
+extension Outbox {
+    /// `Store.markSent(acknowledged:)`: the local user's unsent messages in these slots are
+    /// sent, in one transaction; returns the messages that became sent.
+    func markSent(acknowledged ranges: [SlotRange]) async throws -> [OperationID] {
         try await markSent(among: try await fetchUnsentMessages(acknowledgedIn: ranges))
     }
 
@@ -26,7 +24,7 @@ extension Store {
     }
 
     /// `fetchUnsentMessages(acknowledgedIn:)`, blocking the calling thread.
-    public func unsentMessages(acknowledgedIn ranges: [SlotRange]) throws -> [OperationID] {
+    func unsentMessages(acknowledgedIn ranges: [SlotRange]) throws -> [OperationID] {
         let candidates = unsentCandidates(in: ranges)
         guard !candidates.isEmpty else { return [] }
         return try database.read { db in try Self.unsentMessages(among: candidates, localUser: localUser, in: db) }
@@ -69,7 +67,7 @@ extension Store {
 
     /// Notes the outbox entries of a local batch being committed in `UnsentSlots`, by the slots
     /// of their messages (read from the store for an entry whose message is not in the batch).
-    func noteUnsent(_ batch: LocalBatch, in db: Database) throws {
+    func noteUnsent(_ batch: Store.LocalBatch, in db: Database) throws {
         guard !batch.outbox.isEmpty else { return }
         // Positions, not copies: copying a SignedOperation retains each of its buffers.
         var positions: [OperationID: Int] = [:]

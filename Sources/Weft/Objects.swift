@@ -83,14 +83,15 @@ public struct Message: Hashable, Sendable, Identifiable {
     public let isSent: Bool
     /// Unread by the local user (never true for their own messages).
     public let isUnread: Bool
-    /// Why each recipient whose status is `failed` failed.
+    /// Why each recipient whose status is `failed` failed; for one still `pending`, why the
+    /// message waits, when the node knows (a rule withholds it from the only peers, §13.3).
     public let failureReasons: [UserID: String]
 
     /// The status for one user: `invalid` for the sender and for anyone not a participant.
     public func status(for user: UserID) -> RecipientStatus { recipientStatus[user] ?? .invalid }
 
     /// Why `user`'s status is `failed` ("expired: not delivered within 12 h", "rejected:
-    /// REASON"); nil unless it is.
+    /// REASON"), or `pending` when the node knows why it waits ("waiting: ..."); else nil.
     public func failureReason(for user: UserID) -> String? { failureReasons[user] }
 
     init(_ snapshot: MessageSnapshot, localUser: UserID, unsent: Bool) {

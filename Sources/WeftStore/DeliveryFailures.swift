@@ -50,7 +50,9 @@ struct DeliveryFailures: Sendable {
 
     /// Fails, for every recipient not yet delivered, the local user's messages whose time to
     /// live ran out by `now`, sent or not (once per message). Returns their changes.
-    static func expireRecipients(now: UInt64, in db: Database) throws -> [ChangeSet.MessageChange] {
+    /// `waitingReasons`: why a message still waited (`Outbox.noteWaiting`), added to its
+    /// recipients' failure.
+    static func expireRecipients(now: UInt64, waitingReasons: [Data: String] = [:], in db: Database) throws -> [ChangeSet.MessageChange] {
         let rows = try Row.fetchAll(
             db.cached("SELECT message, expiresAt - createdAt FROM outbox WHERE recipientsChecked = 0 AND expiresAt <= ?"),
             arguments: [Int64(clamping: now)])
@@ -61,6 +63,7 @@ struct DeliveryFailures: Sendable {
             guard let before = try MessageQueries.message(message, in: db) else { continue }
             let timeToLive = try row.integer(1, "outbox.expiresAt - outbox.createdAt")
             let reason = DeliveryFailure.expired(timeToLive: UInt64(clamping: timeToLive)).description
+                + (waitingReasons[Data(message.bytes)].map { "; \($0)" } ?? "")
             guard !(try recordFailures(of: before, to: nil, reason: reason, now: now, in: db)).isEmpty,
                 let after = try MessageQueries.message(message, in: db)
             else { continue }

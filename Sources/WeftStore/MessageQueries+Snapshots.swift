@@ -110,9 +110,15 @@ extension MessageQueries {
 
         // Delivery failures of the local user's messages (local facts, `DeliveryFailures`).
         let failures = try DeliveryFailures.failureReasons(of: keys.map(\.id), in: db)
+        // And why an unsent one waits, shown beside its pending recipients.
+        let waiting = try Outbox.waitingReasons(of: keys.map(\.id), in: db)
         return try rows.enumerated().map { index, row in
             let key = keys[index]
-            let (status, reasons) = DeliveryFailures.overlay(statuses[numbers[index]] ?? [:], failures: failures[key.id])
+            var (status, reasons) = DeliveryFailures.overlay(statuses[numbers[index]] ?? [:], failures: failures[key.id])
+            if let reason = waiting[key.id] {
+                // The replica says `sent` until the outbox does better (the client shows pending).
+                for (user, recipientStatus) in status where recipientStatus == .pending || recipientStatus == .sent { reasons[user] = reason }
+            }
             // Every key was given a position above, from its conversation's group.
             guard let position = positions[key.id] else {
                 throw StoreError(.damagedStore, "message \(key.id.hexPrefix) has no position in its conversation")

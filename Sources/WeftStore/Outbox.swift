@@ -118,15 +118,43 @@ final class Outbox: Sendable {
                 db.cached("\(Self.columns) WHERE state = 'waiting' AND expiresAt <= ? ORDER BY createdAt, message"),
                 arguments: [now]
             ).map(OutboxEntry.init(row:))
-            let reason = "its time to live ran out before a peer took it"
-            try db.execute(
-                sql: "UPDATE outbox SET state = 'failed', reason = ? WHERE state = 'waiting' AND expiresAt <= ?",
-                arguments: [reason, now])
-            let failed = expired.map { var entry = $0; entry.state = .failed(reason: reason); return entry }
+            // Why each waited, if the node knew (`noteWaiting`), goes into its failure.
+            let waiting = try Self.waitingReasons(of: expired.map { Data($0.message.bytes) }, in: db)
+            let failed = try expired.map { entry -> OutboxEntry in
+                let reason = "its time to live ran out before a peer took it" + (waiting[Data(entry.message.bytes)].map { "; \($0)" } ?? "")
+                try db.execute(sql: "UPDATE outbox SET state = 'failed', reason = ? WHERE message = ?", arguments: [reason, Data(entry.message.bytes)])
+                var entry = entry
+                entry.state = .failed(reason: reason)
+                return entry
+            }
             var changes = ChangeSet()
-            changes.messages = try DeliveryFailures.expireRecipients(now: UInt64(clamping: now), in: db)
+            changes.messages = try DeliveryFailures.expireRecipients(now: UInt64(clamping: now), waitingReasons: waiting, in: db)
             return (failed, Publication(changes: changes, outbox: try Self.changes(failed.map { ($0, .waiting) }, in: db)))
         }
+    }
+
+    /// Notes why these messages still wait to be sent (a rule withholds them from the only
+    /// peers connected, §13.3), for those still waiting: their pending recipients show it,
+    /// and a message that fails at the end of its time to live says it. Sending clears it.
+    func noteWaiting(_ messages: [OperationID], reason: String) async throws {
+        try await transactions.write { db in
+            let update = try db.cachedStatement(sql: "UPDATE outbox SET reason = ? WHERE message = ? AND state = 'waiting'")
+            for message in messages { try update.execute(arguments: [reason, Data(message.bytes)]) }
+            return ((), Publication())
+        }
+    }
+
+    /// Why each of these messages waits, for those still waiting that have a reason.
+    static func waitingReasons(of messages: some Collection<Data>, in db: Database) throws -> [Data: String] {
+        var reasons: [Data: String] = [:]
+        for chunk in Array(messages).chunked(500) {
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT message, reason FROM outbox WHERE state = 'waiting' AND reason IS NOT NULL AND message IN (\(marks))",
+                arguments: StatementArguments(Array(chunk)))
+            for row in rows { reasons[try row.blob(0, "outbox.message")] = try row.text(1, "outbox.reason") }
+        }
+        return reasons
     }
 
     private func setState(of message: OperationID, to state: OutboxEntry.State) async throws {

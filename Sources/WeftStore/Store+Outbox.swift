@@ -23,6 +23,13 @@ extension Store {
     /// The mesh has the message: it leaves the outbox.
     public func markSent(_ message: OperationID) async throws { try await outgoing.markSent(message) }
 
+    /// Notes why these messages, if still waiting, are not sent yet (a rule withholds them from
+    /// the peers connected, SPEC.md §13.3): their pending recipients show the reason, and a
+    /// message whose time to live runs out fails with it. Sending clears it.
+    public func noteWaiting(_ messages: [OperationID], reason: String) async throws {
+        try await outgoing.noteWaiting(messages, reason: reason)
+    }
+
     /// A peer acknowledged storing these operations (SPEC.md §14): those of them in the outbox
     /// are sent, in one transaction. Operations with no entry (someone else's, or not a
     /// message) are ignored; a message that had failed (its time to live ran out) and still

@@ -137,12 +137,39 @@ extension Replicator {
         if let withholding {
             let logs = withholding.logs
             let judged = operations.filter { logs.contains($0.operation.conversation) }
-            if !judged.isEmpty { operations = withholding.filter(operations, pasts: try await store.fetchCausalPasts(of: judged)) }
+            if !judged.isEmpty {
+                let allowed = withholding.filter(operations, pasts: try await store.fetchCausalPasts(of: judged))
+                if allowed.count < operations.count {
+                    let kept = Set(allowed.map(\.id))
+                    await noteWithheld(operations.filter { !kept.contains($0.id) }, from: withholding.user)
+                }
+                operations = allowed
+            }
         }
         for message in operationMessages(operations, isPush: false) {
             await outbox.waitForRoom()
             if outbox.isClosed { return }
             if !outbox.enqueue(message) { await feed(.writable(peer, false)) }
+        }
+    }
+
+    /// The local user's messages among `withheld` stay pending with nothing to say why, unless
+    /// told: notes in the outbox that the removal rule keeps them from `user`'s node (and
+    /// whether it is the only peer connected, so that nothing else can carry them now).
+    private func noteWithheld(_ withheld: [SignedOperation], from user: UserID) async {
+        let own = withheld.filter { $0.operation.author == store.localUser }.map(\.id)
+        guard !own.isEmpty else { return }
+        let peers = node.peers
+        let name = peers.first { $0.info.identity == user }?.info.displayName ?? ""
+        let node = name.isEmpty ? "the node of a user" : "\(name)'s node"
+        let onlyPeer = peers.allSatisfy { $0.info.identity == user }
+        let reason = onlyPeer
+            ? "waiting: the only peer connected, \(node), is one this conversation withholds it from (its user was removed, SPEC §13.3); it goes once another peer connects"
+            : "waiting: withheld from \(node) (its user was removed from this conversation, SPEC §13.3); it goes through another peer"
+        do {
+            try await store.noteWaiting(own, reason: reason)
+        } catch {
+            logger.error("cannot note why \(own.count) message(s) wait: \(error)")
         }
     }
 

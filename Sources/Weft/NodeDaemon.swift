@@ -13,7 +13,7 @@ import WeftStore
 /// Run it as a `Service` in a `ServiceGroup`: on SIGTERM/SIGINT the mesh node closes its
 /// connections with CLOSE(shutting down), the control socket and address file are removed,
 /// and `run()` returns; the store closes when the daemon is released.
-public final class NodeDaemon: Service, Sendable {
+package final class NodeDaemon: Service, Sendable {
     public struct Configuration: Sendable {
         public var home: NodeHome
         public var node: MeshNode.Configuration

@@ -15,8 +15,9 @@ public actor WeftClient {
     /// How long the outbox keeps trying to send a message (the SDK's 12 hours).
     public static let defaultTimeToLive: Duration = .seconds(12 * 3600)
 
-    nonisolated public let localAuthor: LocalAuthor
-    nonisolated public var store: Store { localAuthor.store }
+    /// The local user as author (signs and posts); for this package's node and tests.
+    nonisolated package let localAuthor: LocalAuthor
+    nonisolated package var store: Store { localAuthor.store }
     nonisolated public var localUser: UserID { localAuthor.localUser }
     private let timeToLive: Duration
 
@@ -186,13 +187,13 @@ public actor WeftClient {
     /// Applies operations from peers; the local author records delivery of new messages addressed to
     /// the local user in the same commit. Returns the refused ones.
     @discardableResult
-    public func receive(_ operations: [SignedOperation]) async throws(WeftError) -> [(OperationID, String)] {
+    package func receive(_ operations: [SignedOperation]) async throws(WeftError) -> [(OperationID, String)] {
         let applied = try await storeWrite { try await localAuthor.receive(operations) }
         return applied.refused.map { ($0.operation, $0.error.description) }
     }
 
     /// Records that the outbox handed a message to the mesh.
-    public func markSent(_ message: OperationID) async throws(WeftError) {
+    package func markSent(_ message: OperationID) async throws(WeftError) {
         try await storeWrite { try await store.markSent(message) }
     }
 

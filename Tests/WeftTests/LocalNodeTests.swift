@@ -25,7 +25,7 @@ struct LocalNodeTests {
         defer { try? FileManager.default.removeItem(at: root) }
 
         let alice = try await LocalNode.start(home: aliceHome)
-        let bob = try await LocalNode.start(home: bobHome, peers: [alice.address])
+        let bob = try await LocalNode.start(home: bobHome, options: Self.dialing(alice.address))
         // A second node on the same home is refused with one sentence.
         await #expect(throws: (any Error).self) { _ = try await LocalNode.start(home: aliceHome) }
 
@@ -45,7 +45,7 @@ struct LocalNodeTests {
         let (root, aliceHome, bobHome, bobUser) = try Self.twoHomes()
         defer { try? FileManager.default.removeItem(at: root) }
         let alice = try await LocalNode.start(home: aliceHome)
-        let bob = try await LocalNode.start(home: bobHome, peers: [alice.address])
+        let bob = try await LocalNode.start(home: bobHome, options: Self.dialing(alice.address))
         try await InProcessNodeTests.eventually("alice to see bob", within: 20) { alice.daemon.node.isConnected(bobUser) }
         let bobInfo = try #require(alice.daemon.node.peers.first { $0.info.identity == bobUser }?.info)
 
@@ -74,11 +74,20 @@ struct LocalNodeTests {
             ("127.0.0.1:0", [], "127.0.0.1 is loopback"), ("0.0.0.0:0", ["nosuch0"], "There is no interface nosuch0"),
         ] {
             await #expect {
-                _ = try await LocalNode.start(home: aliceHome, listen: listen, discoveryInterfaces: interfaces)
+                var options = LocalNode.Options()
+                options.listen = try #require(PeerAddress(listen))
+                options.discoveryInterfaces = interfaces
+                _ = try await LocalNode.start(home: aliceHome, options: options)
             } throws: { error in "\(error)".contains(words) }
         }
         // The home is free again: the refused start released its lock.
         let alice = try await LocalNode.start(home: aliceHome)
         await alice.stop()
+    }
+
+    static func dialing(_ peer: PeerAddress) -> LocalNode.Options {
+        var options = LocalNode.Options()
+        options.peers = [peer]
+        return options
     }
 }

@@ -56,7 +56,7 @@ extension LocalMesh {
 
         /// The address the node listens on, `127.0.0.1:PORT` (kept across restarts); nil
         /// before the first start.
-        public var address: String? { state.withLock { $0.port == 0 ? nil : "127.0.0.1:\($0.port)" } }
+        public var address: PeerAddress? { state.withLock { $0.port == 0 ? nil : PeerAddress(host: "127.0.0.1", port: $0.port) } }
 
         // MARK: - Requests
 
@@ -193,7 +193,7 @@ extension LocalMesh {
         }
 
         /// Dials `address` and keeps dialing it.
-        public func connect(to address: String) async throws { _ = try await request(.connect(address: address)) }
+        public func connect(to address: PeerAddress) async throws { _ = try await request(.connect(address: "\(address)")) }
 
         /// Cuts this node's side of the link to `peer` (see `LocalMesh.cut` for both sides).
         public func cut(_ peer: UserID) async throws { _ = try await request(.cut(peer)) }

@@ -99,7 +99,7 @@ public final class LocalMesh: Sendable {
             for node in nodes {
                 let earlier = mesh.neighbours(of: node.index).filter { $0 < node.index }
                 try await node.launch(
-                    binary: binary, peers: earlier.compactMap { nodes[$0].address }, extraArguments: options.nodeArguments,
+                    binary: binary, peers: earlier.compactMap { nodes[$0].address.map { "\($0)" } }, extraArguments: options.nodeArguments,
                     timeout: options.processTimeout)
             }
         } catch {
@@ -197,7 +197,7 @@ public final class LocalMesh: Sendable {
         let node = nodes[index]
         guard !node.isRunning else { throw LocalMeshError("Node \(node.name) is running; stop or kill it first.") }
         let cut = self.cutLinkSet
-        let peers = neighbours(of: index).compactMap { nodes[$0].address }
+        let peers = neighbours(of: index).compactMap { nodes[$0].address.map { "\($0)" } }
         try await node.launch(binary: binary, peers: peers, extraArguments: options.nodeArguments, timeout: options.processTimeout)
         for other in neighbours(of: index) where cut.contains(Link(index, other)) {
             try await node.cut(nodes[other].user)

@@ -21,7 +21,7 @@ extension LocalMeshTests {
         try await LocalMesh.with(nodes: 3, topology: .line) { mesh in
             try await mesh.waitUntilLinked()
             let (a, b, c) = (mesh.nodes[0], mesh.nodes[1], mesh.nodes[2])
-            let attacker = try await AttackingPeer(meshKeyFrom: a.home, dialing: try #require(a.address))
+            let attacker = try await AttackingPeer(meshKeyFrom: a.home, dialing: "\(try #require(a.address))")
             defer { attacker.stop() }
             try await attacker.waitUntilConnected(to: a.user)
 
@@ -87,7 +87,7 @@ extension LocalMeshTests {
         try await LocalMesh.with(nodes: 2, topology: .line) { mesh in
             try await mesh.waitUntilLinked()
             let (a, b) = (mesh.nodes[0], mesh.nodes[1])
-            let attacker = try await AttackingPeer(meshKeyFrom: a.home, dialing: try #require(a.address))
+            let attacker = try await AttackingPeer(meshKeyFrom: a.home, dialing: "\(try #require(a.address))")
             defer { attacker.stop() }
             try await attacker.waitUntilConnected(to: a.user)
 

@@ -21,7 +21,7 @@ extension LocalMeshTests {
             if ProcessInfo.processInfo.environment["WEFT_SMAPS"] != nil { print("HOMES \(mesh.directory.path)") }
             try await mesh.waitUntilLinked()
             let (a, b, c) = (mesh.nodes[0], mesh.nodes[1], mesh.nodes[2])
-            let attacker = try await AttackingPeer(meshKeyFrom: b.home, dialing: try #require(b.address), redial: .milliseconds(10))
+            let attacker = try await AttackingPeer(meshKeyFrom: b.home, dialing: "\(try #require(b.address))", redial: .milliseconds(10))
             defer { attacker.stop() }
             try await attacker.waitUntilConnected(to: b.user)
             let chat = try await c.createConversation(with: [a.user])

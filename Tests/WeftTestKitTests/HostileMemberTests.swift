@@ -21,7 +21,7 @@ extension LocalMeshTests {
         try await LocalMesh.with(nodes: 3, topology: .line) { mesh in
             try await mesh.waitUntilLinked()
             let b = mesh.nodes[1]
-            let attacker = try await AttackingPeer(meshKeyFrom: b.home, dialing: try #require(b.address), redial: redial)
+            let attacker = try await AttackingPeer(meshKeyFrom: b.home, dialing: "\(try #require(b.address))", redial: redial)
             defer { attacker.stop() }
             try await attacker.waitUntilConnected(to: b.user)
             try await body(mesh, attacker)

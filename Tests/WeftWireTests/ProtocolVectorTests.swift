@@ -135,6 +135,13 @@ struct HandshakeVector: Decodable, Sendable {
             let features: String
             let identity: String
             let displayName: String
+            let listenPort: UInt16?
+
+            var value: NodeInfo {
+                NodeInfo(
+                    identity: try! PublicIdentity(bytes: WireVectorFile.bytes(identity)), displayName: displayName,
+                    protocolVersion: protocolVersion, features: UInt64(features)!, listenPort: listenPort)
+            }
         }
         let ed25519Seed: String
         let ed25519PublicKey: String
@@ -160,6 +167,15 @@ struct HandshakeVector: Decodable, Sendable {
         let initiatorToResponder: String
         let responderToInitiator: String
     }
+    /// Node info payloads (§3.3) beyond the two parties': the listen port, and what a reader
+    /// ignores. `nodeInfo`, when present, encodes to `hex`; `hex` decodes to `decodesTo`.
+    struct NodeInfoExample: Decodable, Sendable {
+        let description: String
+        let nodeInfo: Party.Info?
+        let hex: String
+        let decodesTo: Party.Info
+    }
+    let nodeInfoExamples: [NodeInfoExample]
     struct Record: Decodable, Sendable {
         /// "preamble", "handshake" or "transport".
         let layer: String
@@ -431,6 +447,15 @@ struct HandshakeVectorTests {
             #expect(try NodeInfo(bytes: WireVectorFile.bytes(party.nodeInfoHex)) == party.expectedNodeInfo)
         }
         #expect(vector.prologue == WireVectorFile.hex(Preamble().bytes + Preamble().bytes))
+    }
+
+    @Test("node info with a listen port encodes to the vectors' bytes, and readers ignore what they must")
+    func nodeInfoExamples() throws {
+        #expect(vector.nodeInfoExamples.count == 4)
+        for example in vector.nodeInfoExamples {
+            if let info = example.nodeInfo { #expect(WireVectorFile.hex(info.value.bytes) == example.hex, "\(example.description)") }
+            #expect(try NodeInfo(bytes: WireVectorFile.bytes(example.hex)) == example.decodesTo.value, "\(example.description)")
+        }
     }
 
     @Test("an Ed25519 key and its negation (sign bit flipped) convert to the same X25519 key (SPEC.md §3.4)")

@@ -209,6 +209,8 @@ public final class ClientControlHandler: ControlHandler {
     public func statistics() async throws(ControlFailure) -> [ReplicationCounter] {
         guard let replication else { throw ControlFailure(.notSupported, "This node does not replicate.") }
         var counters = await replication.statistics()
+        // NAMES entries dropped past a peer's bound (§14.12): the directory's, not the core's.
+        counters.append(ReplicationCounter(name: "namesDropped", value: directory.namesDropped))
         if let packets = discovery?.statistics {
             // LAN discovery's packets (SPEC.md §16), when it runs.
             counters += [

@@ -78,6 +78,8 @@ package final class NodeDaemon: Service, Sendable {
         // dialed again, as added ones; what peers announce from now on is remembered.
         let remembered = RememberedPeers(home: home)
         var nodeConfiguration = configuration.node
+        // The directory below keeps names and the replicator answers and sends NAMES (§14.12).
+        nodeConfiguration.features.insert(.names)
         nodeConfiguration.addressAnnounced = { [logger] user, address, dialed in
             do {
                 try remembered.announced(address, by: user, dialed: dialed)
@@ -101,13 +103,13 @@ package final class NodeDaemon: Service, Sendable {
         for entry in entries where !configuration.node.peers.contains(entry.address) {
             node.connect(to: entry.address, how: .added, expecting: entry.user)
         }
-        let directory = PeerDirectory(clock: LocalAuthor.systemClock)
+        let directory = PeerDirectory(localUser: identity.publicKey, clock: LocalAuthor.systemClock)
         self.directory = directory
         var replication = ReplicationConfiguration()
         replication.retention = .seconds(Int64(configuration.retentionDays) * 24 * 3600)
         let events = EventRelay()
         replicator = try Replicator(
-            node: node, localAuthor: client.localAuthor, configuration: replication, logger: logger,
+            node: node, localAuthor: client.localAuthor, configuration: replication, logger: logger, directory: directory,
             observer: { event in events.take(event) })
         handler = ClientControlHandler(
             client: client, directory: directory,
@@ -135,9 +137,9 @@ package final class NodeDaemon: Service, Sendable {
         }
     }
 
-    /// Every node event, from the replicator (which consumes the node's events).
+    /// Every node event, from the replicator (which consumes the node's events and records
+    /// them in the directory first).
     fileprivate func take(_ event: NodeEvent) {
-        directory.record(event)
         switch event {
         case .listening(let address):
             let text = address.ipAddress.map { PeerAddress(host: $0, port: address.port ?? 0).description } ?? "\(address)"

@@ -27,6 +27,9 @@ public final class MeshNode: Service, Sendable {
         public var listenAddress: PeerAddress?
         /// Peers to dial and keep dialing.
         public var peers: [PeerAddress]
+        /// The feature bits told to peers (SPEC.md §3.3); none unless set. A node that sets
+        /// `.names` must answer and send NAMES (the daemon does, through its `PeerDirectory`).
+        public var features: NodeFeatures = []
         public var policy: ChannelPolicy
         /// How often each connection's timers are checked.
         public var tickInterval: TimeAmount
@@ -123,9 +126,11 @@ public final class MeshNode: Service, Sendable {
         self.store = store
         self.logger = logger
         self.group = group
-        self.channelConfiguration = ConnectionStateMachine.Configuration(
+        var channelConfiguration = ConnectionStateMachine.Configuration(
             identity: configuration.identity, meshKey: configuration.meshKey,
             displayName: configuration.displayName, policy: configuration.policy)
+        channelConfiguration.features = configuration.features
+        self.channelConfiguration = channelConfiguration
         let eventChannel = AsyncChannel<NodeEvent>()
         self.eventChannel = eventChannel
         self.events = NodeEvents(channel: eventChannel)

@@ -2,11 +2,14 @@ import NIOCore
 import Synchronization
 import WeftControl
 import WeftCrypto
+import WeftSync
 import WeftWire
 
-/// Who this node is connected to and whom it has met, kept from its `NodeEvent`s: what
-/// `weft peers` shows, and the display names the CLI accepts for participants (learned from
-/// peers' handshakes, SPEC.md §3.3). In memory only; bounded by `maxKnownUsers`.
+/// Who this node is connected to and whom it knows by name, kept from its `NodeEvent`s and
+/// the NAMES its peers send: what `weft peers` shows, and the display names the CLI shows and
+/// accepts for participants. Names come from peers' handshakes (SPEC.md §3.3) and, for users
+/// met only through a relay, from NAMES (§14.12), by `NameBook`'s rules. In memory only;
+/// bounded by `maxKnownUsers`.
 public final class PeerDirectory: Sendable {
     /// One authenticated connection.
     public struct Connection: Sendable, Equatable {
@@ -18,35 +21,42 @@ public final class PeerDirectory: Sendable {
         public var since: UInt64
     }
 
-    /// Users remembered by name at most; the oldest name learned is forgotten first.
+    /// Users remembered by name at most; the oldest name heard, else the oldest learned in a
+    /// handshake, is forgotten first.
     public static let maxKnownUsers = 4096
+    /// Users whose names, heard from one peer identity (over all its connections), are kept
+    /// at most (§14.12); what it says of more is dropped.
+    public static let maxNamesHeardPerPeer = 1024
+
+    public typealias UserName = SyncMessage.UserName
 
     private struct State {
         var connections: [Connection] = []
-        /// The display name of each user's latest handshake, in the order learned.
-        var names: [PublicIdentity: String] = [:]
-        var learned: [PublicIdentity] = []
+        var names: NameBook
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let clock: @Sendable () -> UInt64
 
-    /// - Parameter clock: milliseconds since 1970.
-    public init(clock: @escaping @Sendable () -> UInt64) {
+    /// - Parameters:
+    ///   - localUser: the node's own user, whose name peers' NAMES may not set.
+    ///   - clock: milliseconds since 1970.
+    public init(localUser: PublicIdentity? = nil, clock: @escaping @Sendable () -> UInt64) {
         self.clock = clock
+        state = Mutex(State(names: NameBook(
+            capacity: Self.maxKnownUsers, maxHeardPerPeer: Self.maxNamesHeardPerPeer, localUser: localUser)))
     }
 
     /// Takes note of an event; events other than authentication and connection ends are ignored.
-    public func record(_ event: NodeEvent) {
+    /// Returns the name a handshake taught, when it is news to tell other peers (§14.12).
+    @discardableResult
+    public func record(_ event: NodeEvent) -> [UserName] {
         switch event {
         case .peerAuthenticated(let info, let address, let direction, _):
             let connection = Connection(info: info, address: Self.text(address), direction: direction, since: clock())
-            state.withLock { state in
+            return state.withLock { state in
                 state.connections.append(connection)
-                if state.names.updateValue(info.displayName, forKey: info.identity) == nil {
-                    state.learned.append(info.identity)
-                    if state.learned.count > Self.maxKnownUsers { state.names[state.learned.removeFirst()] = nil }
-                }
+                return state.names.learn(info.displayName, of: info.identity).map { [$0] } ?? []
             }
         case .connectionEnded(let peer?, let address, _, _):
             let address = Self.text(address)
@@ -60,18 +70,38 @@ public final class PeerDirectory: Sendable {
         case .listening, .connectionEnded(nil, _, _, _), .pong, .data:
             break
         }
+        return []
     }
+
+    /// Takes the entries of a NAMES message from `peer` (§14.12); returns those that are news
+    /// to tell other peers: new users, and changed names heard from `peer` before.
+    public func hear(_ names: [UserName], from peer: PublicIdentity) -> [UserName] {
+        state.withLock { $0.names.hear(names, from: peer) }
+    }
+
+    /// What to tell `peer` in NAMES when it connects: every name known but its own, those
+    /// heard from it, and empty ones.
+    public func names(toTell peer: PublicIdentity) -> [UserName] {
+        state.withLock { $0.names.names(toTell: peer) }
+    }
+
+    /// NAMES entries dropped: past a peer identity's bound, or with the directory full of
+    /// names from handshakes (`namesDropped` in STATISTICS, §15.5).
+    public var namesDropped: UInt64 { state.withLock { $0.names.dropped } }
+
+    /// Users whose kept name was heard from `peer`.
+    public func namesHeard(from peer: PublicIdentity) -> Int { state.withLock { $0.names.heardCount(from: peer) } }
 
     /// Authenticated connections now, oldest first.
     public var connections: [Connection] { state.withLock { $0.connections } }
 
-    /// Every user met, with the name of their latest handshake and whether connected now.
+    /// Every user known by name, oldest first: with the name of their latest handshake with
+    /// this node, or else the name heard from a peer, and whether connected now (a user only
+    /// heard of is not).
     public var knownUsers: [KnownUser] {
         state.withLock { state in
             let connected = Set(state.connections.map(\.info.identity))
-            return state.learned.compactMap { user in
-                state.names[user].map { KnownUser(user: user, displayName: $0, isConnected: connected.contains(user)) }
-            }
+            return state.names.known.map { KnownUser(user: $0.user, displayName: $0.name, isConnected: connected.contains($0.user)) }
         }
     }
 

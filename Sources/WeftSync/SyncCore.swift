@@ -132,6 +132,10 @@ public struct SyncCore: Sendable {
             receiveAnnouncements(announcements, from: peer)
         case .prune:
             peers[peer]?.isEager = false
+        case .names:
+            // Display names are not replication state: the node's name directory takes them
+            // (§14.12), and its driver does not hand them here.
+            break
         }
     }
 

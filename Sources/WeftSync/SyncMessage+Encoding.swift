@@ -2,8 +2,9 @@ import NIOCore
 import WeftBytes
 import WeftCrypto
 import WeftModel
+import WeftWire
 
-// The bodies of SPEC.md §14.3–§14.9, byte by byte. One switch writes, one reads, in the same
+// The bodies of SPEC.md §14.3–§14.8 and §14.12, byte by byte. One switch writes, one reads, in the same
 // order of types. Integers are big-endian; lists are a u16 count then their items.
 
 extension SyncMessage {
@@ -17,6 +18,15 @@ extension SyncMessage {
     public static let headByteCount = PublicIdentity.byteCount + 8
     /// Bytes of one STORED entry: conversation, author, first and last sequence.
     public static let slotRangeByteCount = ConversationID.byteCount + PublicIdentity.byteCount + 8 + 8
+    /// Most entries one NAMES message holds (§14.12): a peer's whole list goes in several.
+    public static let maxNamesCount = 256
+    /// Bytes of the shortest NAMES entry: a user and an empty name's length byte.
+    public static let nameEntryMinimumByteCount = PublicIdentity.byteCount + 1
+
+    /// Most items a list of a `type` message may hold.
+    static func maxListCount(of type: SyncMessageType) -> Int {
+        type == .names ? maxNamesCount : maxListCount
+    }
 
     // MARK: - Writing
 
@@ -88,6 +98,13 @@ extension SyncMessage {
             }
         case .prune:
             break
+        case .names(let names):
+            buffer.writeListCount(names.count)
+            for name in names {
+                buffer.writeBytes(name.user.bytes)
+                // `UserName` keeps its name within 64 bytes, so it fits the u8 length.
+                buffer.writeLengthPrefixedText(name.displayName, UInt8.self)
+            }
         }
         return buffer
     }
@@ -96,7 +113,7 @@ extension SyncMessage {
     /// §14.3–§14.8; returns the payload's length.
     func checkFits() throws(SyncMessageError) -> Int {
         func check(_ count: Int) throws(SyncMessageError) {
-            guard count <= Self.maxListCount else { throw .listTooLong(type, count) }
+            guard count <= Self.maxListCount(of: type) else { throw .listTooLong(type, count) }
         }
         switch self {
         case .have, .prune: break  // HaveMessage checks its own counts when made
@@ -110,6 +127,7 @@ extension SyncMessage {
         case .operations(let operations): try check(operations.operations.count)
         case .stored(let ranges): try check(ranges.count)
         case .ihave(let announcements): try check(announcements.count)
+        case .names(let names): try check(names.count)
         }
         let payloadByteCount = encodedByteCount
         guard payloadByteCount - 1 <= SyncEnvelope.maxBodyByteCount else { throw .tooLarge(payloadByteCount - 1) }
@@ -127,6 +145,7 @@ extension SyncMessage {
             case .stored(let ranges): 2 + ranges.count * Self.slotRangeByteCount
             case .ihave(let announcements): 2 + announcements.count * Self.announcementByteCount
             case .prune: 0
+            case .names(let names): 2 + names.reduce(0) { $0 + Self.byteCount(of: $1) }
             }
         }()
     }
@@ -134,6 +153,11 @@ extension SyncMessage {
     /// Bytes one operation takes in an OPERATIONS body (its §12.1 wire form).
     public static func byteCount(of operation: SignedOperation) -> Int {
         4 + operation.encoding.count + SignedOperation.signatureByteCount
+    }
+
+    /// Bytes one entry takes in a NAMES body.
+    public static func byteCount(of name: UserName) -> Int {
+        nameEntryMinimumByteCount + name.displayName.utf8.count
     }
 
     /// Bytes one entry takes in a WANT body.
@@ -245,6 +269,20 @@ extension SyncMessage {
             self = .ihave(announcements)
         case .prune:
             self = .prune
+        case .names:
+            // The bound first, whatever follows: a longer list is malformed, not short.
+            let count = Int(try reader.integer(UInt16.self))
+            guard count <= Self.maxNamesCount else {
+                throw .invalidBody(.names, "\(count) entries (at most \(Self.maxNamesCount))")
+            }
+            guard count > 0 else { throw .invalidBody(.names, "no entries") }
+            guard count * Self.nameEntryMinimumByteCount <= reader.buffer.readableBytes else { throw .truncated(.names) }
+            var names: [UserName] = []
+            names.reserveCapacity(count)
+            for _ in 0..<count {
+                names.append(UserName(user: try reader.user(), displayName: try reader.displayName()))
+            }
+            self = .names(names)
         case .compressed:
             // Only the connection's stream can decode it (§14.11): one here was not passed
             // through a `SyncStreamDecoder`, or was nested in another COMPRESSED message.
@@ -310,6 +348,18 @@ private struct BodyReader {
     /// An author key, taken as it is (a signature check refuses a key that is no point).
     mutating func user() throws(SyncMessageError) -> UserID {
         PublicIdentity(unvalidatedBytes: try bytes(PublicIdentity.byteCount))
+    }
+
+    /// A display name as node info carries it (§3.3): u8 length, at most 64 bytes of UTF-8.
+    mutating func displayName() throws(SyncMessageError) -> String {
+        let name: String?
+        do {
+            name = try buffer.readLengthPrefixedText(UInt8.self, limit: WireConstants.maxDisplayNameByteCount)
+        } catch {
+            throw .invalidBody(type, "a display name: \(error)")
+        }
+        guard let name else { throw .truncated(type) }
+        return name
     }
 
     mutating func digest() throws(SyncMessageError) -> SetDigest {

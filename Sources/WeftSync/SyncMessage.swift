@@ -1,7 +1,8 @@
 import NIOCore
 import WeftModel
+import WeftWire
 
-/// One sync message: the body of a `SyncEnvelope`, decoded (SPEC.md §14.3–§14.9).
+/// One sync message: the body of a `SyncEnvelope`, decoded (SPEC.md §14.3–§14.8, §14.12).
 ///
 /// Sans-I/O: `encode()` gives the DATA payload (type byte included) and `init(payload:)`
 /// reads one, refusing anything malformed with a `SyncMessageError` (never a trap).
@@ -22,6 +23,9 @@ public enum SyncMessage: Hashable, Sendable {
     case ihave([Announcement])
     /// The sender asks to get announcements (IHAVE) instead of operations (§14.8).
     case prune
+    /// Display names of users the sender knows (§14.12): 1 to `maxNamesCount` entries. Not
+    /// replication: the node's name directory takes it, never the sync core.
+    case names([UserName])
 
     /// The type byte this message travels under.
     public var type: SyncMessageType {
@@ -33,6 +37,7 @@ public enum SyncMessage: Hashable, Sendable {
         case .stored: .stored
         case .ihave: .ihave
         case .prune: .prune
+        case .names: .names
         }
     }
 }
@@ -107,6 +112,19 @@ extension SyncMessage {
         public init(isPush: Bool, operations: [SignedOperation]) {
             self.isPush = isPush
             self.operations = operations
+        }
+    }
+
+    /// One NAMES entry (§14.12): a user and the display name its node gives in its node info.
+    public struct UserName: Hashable, Sendable {
+        public let user: UserID
+        /// At most `WireConstants.maxDisplayNameByteCount` bytes of UTF-8, as in node info.
+        public let displayName: String
+
+        /// A longer name is cut to the longest prefix of whole characters that fits (§1).
+        public init(user: UserID, displayName: String) {
+            self.user = user
+            self.displayName = displayName.truncatedToUTF8(WireConstants.maxDisplayNameByteCount)
         }
     }
 

@@ -35,7 +35,7 @@ public struct SyncMessageError: Error, Hashable, Sendable, CustomStringConvertib
     public static func invalidOperation(index: Int, _ reason: String) -> Self { Self(.invalidOperation(index: index, reason)) }
 
     /// A message to send with a list of `count` items, over the u16 count a body holds
-    /// (`SyncMessage.maxListCount`): the sender must split it.
+    /// (`SyncMessage.maxListCount`; `maxNamesCount` for NAMES): the sender must split it.
     public static func listTooLong(_ type: SyncMessageType, _ count: Int) -> Self { Self(.listTooLong(type, count)) }
 
     /// A COMPRESSED body the connection's zstd stream cannot decode to one whole message
@@ -78,7 +78,8 @@ public struct SyncMessageError: Error, Hashable, Sendable, CustomStringConvertib
         case .invalidBody(let type, let reason): "malformed \(type) message: \(reason)"
         case .invalidOperation(let index, let reason): "malformed OPERATIONS message: operation \(index): \(reason)"
         case .invalidCompression(let reason): "malformed COMPRESSED message: \(reason)"
-        case .listTooLong(let type, let count): "a \(type) message cannot hold a list of \(count) items (at most \(SyncMessage.maxListCount))"
+        case .listTooLong(let type, let count):
+            "a \(type) message cannot hold a list of \(count) items (at most \(SyncMessage.maxListCount(of: type)))"
         }
     }
 }

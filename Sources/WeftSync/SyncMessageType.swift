@@ -1,4 +1,5 @@
-/// The type byte of a sync message (SPEC.md §14.2). Each type's body is in §14.3–§14.9.
+/// The type byte of a sync message (SPEC.md §14.2). Each type's body is in §14.3–§14.8,
+/// §14.11 and §14.12.
 public enum SyncMessageType: UInt8, Hashable, Sendable, CaseIterable, CustomStringConvertible {
     /// Range-based set reconciliation (§14.3): the body belongs to the reconciler.
     case have = 0x01
@@ -17,6 +18,9 @@ public enum SyncMessageType: UInt8, Hashable, Sendable, CaseIterable, CustomStri
     /// Another sync message, compressed in the connection's zstd stream (§14.11). Read by
     /// `SyncStreamDecoder`, never by `SyncMessage(payload:)`.
     case compressed = 0x08
+    /// Display names of users the sender knows (§14.12). Sent only to a node whose node info
+    /// has the *names* feature bit (§3.3).
+    case names = 0x09
 
     public var description: String {
         switch self {
@@ -28,6 +32,7 @@ public enum SyncMessageType: UInt8, Hashable, Sendable, CaseIterable, CustomStri
         case .prune: "PRUNE"
         case .summary: "SUMMARY"
         case .compressed: "COMPRESSED"
+        case .names: "NAMES"
         }
     }
 }

@@ -35,6 +35,9 @@ public struct ConnectionStateMachine: Sendable {
         public var displayName: String
         /// The port the node listens on, told to each peer in the node info.
         public var listenPort: UInt16?
+        /// The feature bits told to each peer in the node info (§3.3). None by default: a node
+        /// sets the bits of what it serves (the daemon sets *names*, having a name directory).
+        public var features: NodeFeatures = []
         public var policy: ChannelPolicy
         /// Where handshakes draw their ephemeral keys: libsodium's CSPRNG on a node, a
         /// `SeededRandomSource` in a simulation, so the same seeds give the same bytes.
@@ -54,7 +57,9 @@ public struct ConnectionStateMachine: Sendable {
             self.staticKey = identity.agreementKeyPair()
         }
 
-        var localInfo: NodeInfo { NodeInfo(identity: identity.publicKey, displayName: displayName, listenPort: listenPort) }
+        var localInfo: NodeInfo {
+            NodeInfo(identity: identity.publicKey, displayName: displayName, features: features.rawValue, listenPort: listenPort)
+        }
     }
 
     private enum State: Sendable {

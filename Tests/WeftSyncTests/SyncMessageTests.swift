@@ -5,13 +5,14 @@ import WeftCrypto
 import WeftModel
 @testable import WeftSync
 
-/// `Protocol/vectors/sync-messages.json` (SPEC.md §14.2–§14.8), checked in both directions.
+/// `Protocol/vectors/sync-messages.json` (SPEC.md §14.2–§14.8, §14.12), checked in both directions.
 struct SyncMessageVectors: Decodable, Sendable {
     struct Head: Decodable, Sendable { var author: String; var sequence: String }
     struct WantEntry: Decodable, Sendable { var conversation: String; var heads: [Head]?; var ids: [String] }
     struct SummaryEntry: Decodable, Sendable { var conversation: String; var digest: String; var lastActivity: String }
     struct Announcement: Decodable, Sendable { var conversation: String; var author: String; var sequence: String; var id: String }
     struct StoredRange: Decodable, Sendable { var conversation: String; var author: String; var first: String; var last: String }
+    struct Name: Decodable, Sendable { var user: String; var displayName: String }
     struct Fields: Decodable, Sendable {
         var final: Bool?
         var graft: Bool?
@@ -21,6 +22,7 @@ struct SyncMessageVectors: Decodable, Sendable {
         var ids: [String]?
         var announcements: [Announcement]?
         var ranges: [StoredRange]?
+        var names: [Name]?
     }
     /// SUMMARY and WANT both name their list `entries`.
     struct SummaryEntryOrWant: Decodable, Sendable {
@@ -107,6 +109,8 @@ extension SyncMessageVectors.Message {
             })
         case "PRUNE":
             return .prune
+        case "NAMES":
+            return .names(fields.names!.map { SyncMessage.UserName(user: user($0.user), displayName: $0.displayName) })
         default:
             Issue.record("unknown type \(type)")
             return .prune
@@ -114,7 +118,7 @@ extension SyncMessageVectors.Message {
     }
 }
 
-@Suite("Protocol vectors: sync message bodies (SPEC.md §14.2–§14.8)")
+@Suite("Protocol vectors: sync message bodies (SPEC.md §14.2–§14.8, §14.12)")
 struct SyncMessageVectorTests {
     @Test("encoding the vector's fields gives its bytes", arguments: try SyncMessageVectors.load().messages)
     func encode(_ vector: SyncMessageVectors.Message) throws {
@@ -201,6 +205,10 @@ struct SyncMessageRoundTripTests {
             ]),
             .ihave(ops.map(SyncMessage.Announcement.init)),
             .prune,
+            .names([
+                SyncMessage.UserName(user: SyncFixtures.users[0], displayName: "carol"),
+                SyncMessage.UserName(user: SyncFixtures.users[1], displayName: ""),
+            ]),
         ]
         for message in messages {
             let payload = try message.encode()
@@ -243,5 +251,56 @@ struct SyncMessageRoundTripTests {
             #expect(error.vectorName == "invalidOperation")
             #expect(error.description.contains("operation 1"))
         }
+    }
+}
+
+@Suite("NAMES (SPEC.md §14.12)")
+struct NamesMessageTests {
+    static func names(_ count: Int, name: String = "u") -> [SyncMessage.UserName] {
+        (0..<count).map { index in
+            SyncMessage.UserName(user: PublicIdentity(unvalidatedBytes: [UInt8](repeating: UInt8(index % 256), count: 31) + [UInt8(index / 256)]), displayName: name)
+        }
+    }
+
+    @Test("256 entries of 64-byte names encode and decode; 257 are refused before a byte is written, and when read")
+    func limits() throws {
+        let full = SyncMessage.names(Self.names(256, name: String(repeating: "n", count: 64)))
+        let payload = try full.encode()
+        #expect(payload.count == 1 + 2 + 256 * (32 + 1 + 64))
+        #expect(payload.count == full.encodedByteCount)
+        #expect(try SyncMessage(payload: payload) == full)
+
+        let over = SyncMessage.names(Self.names(257))
+        #expect(throws: SyncMessageError.listTooLong(.names, 257)) { try over.encode() }
+        // Written by hand, as a peer could: refused as malformed (code 6).
+        var body: [UInt8] = [SyncMessageType.names.rawValue, 0x01, 0x01]
+        for name in Self.names(257) { body += name.user.bytes + [0] }
+        do {
+            _ = try SyncMessage(payload: body)
+            Issue.record("257 entries were decoded")
+        } catch {
+            #expect(error.vectorName == "invalidBody")
+            #expect(error.code.rawValue == 6)
+        }
+    }
+
+    @Test("a name over 64 bytes is cut to whole characters, as node info's; the wire never carries more")
+    func longNamesAreCut() throws {
+        let name = SyncMessage.UserName(user: SyncFixtures.users[0], displayName: String(repeating: "é", count: 40))
+        #expect(name.displayName.utf8.count == 64)
+        #expect(name.displayName == String(repeating: "é", count: 32))
+        let emoji = SyncMessage.UserName(user: SyncFixtures.users[0], displayName: String(repeating: "🧵", count: 17))
+        #expect(emoji.displayName == String(repeating: "🧵", count: 16))
+        let message = SyncMessage.names([name, emoji])
+        #expect(try SyncMessage(payload: message.encode()) == message)
+    }
+
+    @Test("read a byte at a time: every prefix is refused, the whole is read")
+    func byteAtATime() throws {
+        let payload = try SyncMessage.names(Self.names(3, name: "Bücherei")).encode()
+        for length in 0..<payload.count {
+            #expect(throws: SyncMessageError.self) { try SyncMessage(payload: Array(payload[..<length])) }
+        }
+        #expect(try SyncMessage(payload: payload) == .names(Self.names(3, name: "Bücherei")))
     }
 }

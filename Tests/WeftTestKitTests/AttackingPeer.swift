@@ -42,17 +42,21 @@ final class AttackingPeer: Sendable {
     var user: UserID { identity.publicKey }
 
     /// - Parameter redial: how soon the attacker dials again after a connection ends.
-    init(meshKeyFrom home: URL, dialing address: String, redial: TimeAmount = .milliseconds(250)) async throws {
+    /// - Parameter features: the feature bits its node info sets (§3.3): with `.names`, it is
+    ///   told NAMES.
+    init(
+        meshKeyFrom home: URL, dialing address: String, redial: TimeAmount = .milliseconds(250), features: NodeFeatures = []
+    ) async throws {
         identity = NodeIdentity.generate()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("weft-attacker-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let store = try Store(directory: directory, localUser: identity.publicKey)
         let peer = try #require(PeerAddress(address))
-        node = MeshNode(
-            configuration: .init(
-                identity: identity, meshKey: try NodeHome(directory: home).meshKey(), displayName: "mallory", listenAddress: nil,
-                peers: [peer], redialDelays: [redial]),
-            store: store, logger: Logger(label: "attacker"))
+        var configuration = MeshNode.Configuration(
+            identity: identity, meshKey: try NodeHome(directory: home).meshKey(), displayName: "mallory", listenAddress: nil,
+            peers: [peer], redialDelays: [redial])
+        configuration.features = features
+        node = MeshNode(configuration: configuration, store: store, logger: Logger(label: "attacker"))
         let node = node
         let record = record
         runner = Task { try await node.run() }

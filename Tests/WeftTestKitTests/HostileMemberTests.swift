@@ -7,6 +7,7 @@ import WeftModel
 import WeftNode
 import WeftSync
 import WeftTestKit
+import WeftWire
 
 /// A hostile member of the mesh, built from SPEC.md and authenticated with the mesh key,
 /// against real `weft node` processes (issue 20's table, row by row). Each attack goes to the
@@ -16,12 +17,14 @@ import WeftTestKit
 extension LocalMeshTests {
     /// A line of three nodes with an attacker connected to the middle one.
     private static func withAttackedLine(
-        redial: TimeAmount = .milliseconds(250), _ body: (LocalMesh, AttackingPeer) async throws -> Void
+        redial: TimeAmount = .milliseconds(250), attackerFeatures: NodeFeatures = [],
+        _ body: (LocalMesh, AttackingPeer) async throws -> Void
     ) async throws {
         try await LocalMesh.with(nodes: 3, topology: .line) { mesh in
             try await mesh.waitUntilLinked()
             let b = mesh.nodes[1]
-            let attacker = try await AttackingPeer(meshKeyFrom: b.home, dialing: "\(try #require(b.address))", redial: redial)
+            let attacker = try await AttackingPeer(
+                meshKeyFrom: b.home, dialing: "\(try #require(b.address))", redial: redial, features: attackerFeatures)
             defer { attacker.stop() }
             try await attacker.waitUntilConnected(to: b.user)
             try await body(mesh, attacker)
@@ -192,6 +195,101 @@ extension LocalMeshTests {
             #expect(attacker.undecodable.isEmpty, "\(attacker.undecodable.prefix(3))")
             #expect(attacker.received.contains { if case .operations = $0 { true } else { false } })
             try await Self.expectHonestExchange(mesh, "after 100 reconnections")
+        }
+    }
+
+    /// The users a node knows by name (USERS, §15.5).
+    private static func knownUsers(of node: LocalMesh.Node) async throws -> [KnownUser] {
+        let response = try await node.request(.users)
+        guard case .users(let users) = response else {
+            Issue.record("USERS was answered with \(response)")
+            return []
+        }
+        return users
+    }
+
+    @Test("NAMES of 2,000 made-up users in 8 messages: b keeps 1,024 from the identity (over its connections) and counts the rest; names from handshakes stay; NAMES of 257 entries is ERROR 6")
+    func namesFlood() async throws {
+        try await Self.withAttackedLine(attackerFeatures: .names) { mesh, attacker in
+            let (a, b, c) = (mesh.nodes[0], mesh.nodes[1], mesh.nodes[2])
+            typealias UserName = SyncMessage.UserName
+            func told() -> [UserName] {
+                attacker.received.flatMap { message -> [UserName] in
+                    if case .names(let names) = message { return names }
+                    return []
+                }
+            }
+            // The attacker set the names bit: b tells it the names it knows, never its own.
+            try await attacker.waitFor("b to tell the attacker a's and c's names (told \(told().count))") {
+                let names = told()
+                return names.contains(UserName(user: a.user, displayName: a.name)) && names.contains(UserName(user: c.user, displayName: c.name))
+            }
+            #expect(!told().contains { $0.user == attacker.user })
+
+            // Lies about users b met in handshakes, about b, and about the attacker: ignored.
+            try await attacker.send(.names([
+                UserName(user: a.user, displayName: "not \(a.name)"), UserName(user: c.user, displayName: "not \(c.name)"),
+                UserName(user: b.user, displayName: "not \(b.name)"), UserName(user: attacker.user, displayName: "trust me"),
+            ]), to: b.user)
+            var generator = SplitMix64(seed: 23)
+            let madeUp = (0..<2_000).map { index in
+                UserName(user: PublicIdentity(unvalidatedBytes: (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }), displayName: "made-up \(index)")
+            }
+            for start in stride(from: 0, to: madeUp.count, by: 250) {
+                try await attacker.send(.names(Array(madeUp[start..<start + 250])), to: b.user)
+            }
+            var dropped: UInt64 = 0
+            try await attacker.waitFor("b to drop the names past 1,024 (\(dropped) dropped)") {
+                dropped = try await Self.counter("namesDropped", of: b)
+                return dropped >= 2_000 - 1_024
+            }
+            #expect(dropped == 2_000 - 1_024)
+            let known = try await Self.knownUsers(of: b)
+            let kept = known.filter { $0.displayName.hasPrefix("made-up ") }
+            #expect(kept.count == 1_024)
+            #expect(Set(kept.map(\.user)) == Set(madeUp.prefix(1_024).map(\.user)), "the first 1,024 told are kept")
+            #expect(kept.allSatisfy { !$0.isConnected })
+            #expect(known.first { $0.user == a.user }?.displayName == a.name)
+            #expect(known.first { $0.user == c.user }?.displayName == c.name)
+            #expect(known.first { $0.user == attacker.user }?.displayName == "mallory")
+            #expect(!known.contains { $0.user == b.user })
+            // b passed on what it kept to a, within a's own bound for what it hears from b.
+            try await attacker.waitFor("a to hear 1,024 names through b") {
+                try await Self.knownUsers(of: a).count { !$0.isConnected } == 1_024
+            }
+            let atA = try await Self.knownUsers(of: a)
+            #expect(atA.first { $0.user == c.user }?.displayName == c.name, "a names c as c's handshake with b did")
+            #expect(atA.first { $0.user == b.user }?.displayName == b.name)
+            // Nothing heard from the attacker went back to it.
+            #expect(!told().contains { $0.displayName.hasPrefix("made-up ") })
+
+            try await Self.expectHonestExchange(mesh, "after the names")
+
+            // 257 entries: malformed, ERROR 6; b goes on.
+            let connections = attacker.authentications
+            var payload: [UInt8] = [SyncMessageType.names.rawValue, 0x01, 0x01]
+            for name in madeUp.prefix(257) { payload += name.user.bytes + [1, 0x78] }
+            try await attacker.sendPayload(payload, to: b.user)
+            let end = try await attacker.waitForConnectionEnd(with: b.user)
+            #expect(end.kind == .peerReportedError)
+            #expect(end.detail.contains("NAMES"), "\(end.detail)")
+
+            // The bound is the identity's: the attacker's next connection brings no room.
+            try await attacker.waitFor("the attacker to reconnect") {
+                attacker.authentications > connections && attacker.node.connectedPeers.contains(b.user)
+            }
+            let more = (0..<100).map { index in
+                UserName(
+                    user: PublicIdentity(unvalidatedBytes: (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }),
+                    displayName: "made-up again \(index)")
+            }
+            try await attacker.send(.names(more), to: b.user)
+            try await attacker.waitFor("b to drop 100 more (\(dropped) dropped)") {
+                dropped = try await Self.counter("namesDropped", of: b)
+                return dropped >= 2_000 - 1_024 + 100
+            }
+            #expect(try await Self.knownUsers(of: b).count { $0.displayName.hasPrefix("made-up") } == 1_024)
+            try await Self.expectHonestExchange(mesh, "after a malformed NAMES")
         }
     }
 }

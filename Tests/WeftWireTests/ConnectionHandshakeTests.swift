@@ -54,6 +54,24 @@ struct ConnectionHandshakeTests {
         #expect(link.ends.isEmpty)
     }
 
+    @Test("feature bits travel in node info: a side that sets names is seen with bit 0, one that sets none with 0")
+    func featureBits() {
+        var initiator = ConnectionStateMachine.Configuration(identity: .generate(), meshKey: .generate(), displayName: "alice")
+        initiator.features = .names
+        let responder = ConnectionStateMachine.Configuration(identity: .generate(), meshKey: initiator.meshKey, displayName: "bob")
+        var link = InMemoryLink(initiator: initiator, responder: responder)
+        link.establish()
+        #expect(link[.responder].peer?.features == 1)
+        #expect(link[.responder].peer?.supportedFeatures.contains(.names) == true)
+        #expect(link[.initiator].peer?.features == 0)
+        #expect(link[.initiator].peer?.supportedFeatures.contains(.names) == false)
+        // Bits this version does not define are read and kept, and mean nothing.
+        let info = NodeInfo(identity: initiator.identity.publicKey, displayName: "alice", features: 0x8000_0000_0000_0003)
+        let read = try? NodeInfo(bytes: info.bytes)
+        #expect(read?.supportedFeatures.contains(.names) == true)
+        #expect(read?.features == 0x8000_0000_0000_0003)
+    }
+
     @Test("step by step: the initiator is authenticated only when the responder's first record arrives")
     func stepByStep() {
         var link = InMemoryLink(policy: Self.policy)

@@ -99,6 +99,10 @@ final class PeerOutbox: Sendable {
 
     var isClosed: Bool { state.withLock { $0.closed } }
 
+    /// Whether the queue is at or below its high mark: what can be left out (display names,
+    /// §14.12) is not queued for a peer past it.
+    var hasRoom: Bool { state.withLock { !$0.closed && $0.bytes <= highWatermark } }
+
     /// Drops what is queued and ends the writer (the connection ended).
     func close() {
         let (writer, waiters) = state.withLock { state in

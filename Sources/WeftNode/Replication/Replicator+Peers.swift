@@ -16,6 +16,8 @@ struct Links: ~Copyable {
     /// Each peer's reads from the store, done in order by its reader task. The core has at
     /// most `maxStoreReadsPerPeer` under way per peer, so the buffer never fills.
     var jobs: [ConnectionNumber: AsyncStream<StoreReadJob>.Continuation] = [:]
+    /// Connections whose peer set the *names* feature bit (§3.3): the only ones told NAMES.
+    var namesPeers: Set<ConnectionNumber> = []
     var spawn: AsyncStream<@Sendable () async -> Void>.Continuation?
 }
 
@@ -35,8 +37,9 @@ struct StoreReadJob: Sendable {
 
 extension Replicator {
     /// Numbers a newly authenticated connection and starts its writer and reader. Returns the
-    /// number of the connection of the same peer it replaces, if any.
-    func connect(_ connection: PeerConnection) -> (ConnectionNumber, replaced: ConnectionNumber?) {
+    /// number of the connection of the same peer it replaces, if any. `tellsNames`: the peer
+    /// is to be told NAMES.
+    func connect(_ connection: PeerConnection, tellsNames: Bool = false) -> (ConnectionNumber, replaced: ConnectionNumber?) {
         let outbox = PeerOutbox(
             connection: connection, highWatermark: configuration.highWatermark, lowWatermark: configuration.lowWatermark)
         let (jobs, jobContinuation) = AsyncStream<StoreReadJob>.makeStream(
@@ -51,6 +54,7 @@ extension Replicator {
             links.connections[peer] = connection
             links.outboxes[peer] = outbox
             links.jobs[peer] = jobContinuation
+            if tellsNames { links.namesPeers.insert(peer) }
             return (peer, replaced, links.spawn)
         }
         spawn?.yield { await self.write(outbox, peer: peer) }
@@ -75,6 +79,7 @@ extension Replicator {
         }
         links.outboxes.removeValue(forKey: peer)?.close()
         links.jobs.removeValue(forKey: peer)?.finish()
+        links.namesPeers.remove(peer)
     }
 
     /// The writer: one message at a time, each sent once the previous one left, through this

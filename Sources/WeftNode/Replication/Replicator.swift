@@ -24,6 +24,10 @@ import WeftWire
 ///
 /// Runs the `MeshNode` it was given (its only consumer of `events`) as a child task;
 /// `run()` returns once the node stopped.
+///
+/// With a `PeerDirectory`, it records every node event there and carries the display names
+/// peers tell each other (NAMES, §14.12): names are not replication state, so it handles them
+/// itself and the core never sees them.
 public final class Replicator: Service, Sendable {
     public let node: MeshNode
     public let localAuthor: LocalAuthor
@@ -31,6 +35,9 @@ public final class Replicator: Service, Sendable {
     let logger: Logger
     /// Told of every node event, in order, before the replicator handles it.
     let observer: @Sendable (NodeEvent) -> Void
+    /// Connections and names, kept from node events and NAMES; nil for a node that keeps none
+    /// (it then never sends NAMES, and ignores any it gets).
+    let directory: PeerDirectory?
 
     /// The core until `run()` hands it to its driver; nil after.
     let initialCore: Mutex<SyncCore?>
@@ -52,9 +59,11 @@ public final class Replicator: Service, Sendable {
 
     public init(
         node: MeshNode, localAuthor: LocalAuthor, configuration: ReplicationConfiguration = ReplicationConfiguration(),
-        logger: Logger = Logger(label: "weft.replication"), observer: @escaping @Sendable (NodeEvent) -> Void = { _ in }
+        logger: Logger = Logger(label: "weft.replication"), directory: PeerDirectory? = nil,
+        observer: @escaping @Sendable (NodeEvent) -> Void = { _ in }
     ) throws {
         self.node = node
+        self.directory = directory
         self.localAuthor = localAuthor
         self.configuration = configuration
         self.logger = logger
@@ -179,13 +188,16 @@ public final class Replicator: Service, Sendable {
         // Each connection's incoming compressed stream (§14.11), begun with the connection.
         var streams: [PeerConnection: SyncStreamDecoder] = [:]
         for await event in node.events {
+            let news = directory?.record(event) ?? []
             observer(event)
             switch event {
             case .peerAuthenticated(let info, _, _, let connection):
                 streams[connection] = SyncStreamDecoder()
-                let (peer, replaced) = connect(connection)
+                let tellsNames = directory != nil && info.supportedFeatures.contains(.names)
+                let (peer, replaced) = connect(connection, tellsNames: tellsNames)
                 if let replaced { await feed(.disconnected(replaced)) }
                 await feed(.connected(peer, user: info.identity))
+                await introduce(peer, news: news)
             case .connectionEnded(_, _, _, let connection?):
                 // Keyed by connection: the end of a connection that a newer one replaced
                 // finds nothing (its replacement forgot it), whatever order the events take.
@@ -200,6 +212,10 @@ public final class Replicator: Service, Sendable {
                 } catch {
                     logger.warning("closing the connection with \(connection.identity): \(error)")
                     node.fail(connection, code: error.code, reason: error.description)
+                    continue
+                }
+                if case .names(let names) = message {
+                    await heard(names, from: connection.identity)
                     continue
                 }
                 await feed(.received(peer, message))

@@ -61,7 +61,10 @@ public final class ZstdCompressor {
 }
 
 /// A zstd decompression context that never produces more than a caller-given limit, whatever
-/// the frame header claims: output grows in bounded steps and stops at the limit.
+/// the frame header claims: output grows in bounded steps and stops at the limit. Nor does it
+/// allocate a window larger than the limit needs: a frame whose header asks for more history
+/// than the limit's next power of two is refused before its window is allocated (zstd would
+/// otherwise allocate up to 128 MiB for a crafted header, whatever the output limit).
 public final class ZstdDecompressor {
     private let context: OpaquePointer
 
@@ -75,6 +78,11 @@ public final class ZstdDecompressor {
     /// Decompresses one or more concatenated zstd frames, at most `limit` bytes of output.
     public func decompress(_ input: UnsafeRawBufferPointer, limit: Int) throws(WeftCompressionError) -> [UInt8] {
         ZSTD_DCtx_reset(context, ZSTD_reset_session_only)
+        // No frame within the limit needs a window larger than the limit; the floor is zstd's
+        // smallest window (1 KiB).
+        let windowLog = Int32(max(10, Int.bitWidth - max(limit - 1, 1).leadingZeroBitCount))
+        let set = ZSTD_DCtx_setParameter(context, ZSTD_d_windowLogMax, min(windowLog, Self.maxWindowLog))
+        if ZSTD_isError(set) != 0 { throw .corrupt(String(cString: ZSTD_getErrorName(set))) }
         var output: [UInt8] = []
         // Start from the declared size when it is known and within the limit; never trust it further.
         let declared = ZSTD_getFrameContentSize(input.baseAddress, input.count)
@@ -102,6 +110,9 @@ public final class ZstdDecompressor {
         }
         return output
     }
+
+    /// zstd's own ceiling for a decoder's window (`ZSTD_WINDOWLOG_LIMIT_DEFAULT`, 128 MiB).
+    static let maxWindowLog: Int32 = 27
 
     public func decompress(_ input: [UInt8], limit: Int) throws(WeftCompressionError) -> [UInt8] {
         let result = input.withUnsafeBytes { raw in

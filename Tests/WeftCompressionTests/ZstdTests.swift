@@ -59,4 +59,18 @@ struct ZstdTests {
         _ = try? decompressor.decompress(Array(compressed.dropLast(5)), limit: 10_000)
         #expect(try decompressor.decompress(compressed, limit: 10_000) == Self.sample(10_000))
     }
+
+    @Test("a frame whose header asks for a window larger than the output limit is refused before the window is allocated")
+    func windowBomb() throws {
+        // A frame with a 128 MiB window and no content size: zstd would allocate the window
+        // to decode even these 100 bytes.
+        let piece = ZstdStreamCompressor(level: 1, windowLog: 27).compress(Self.sample(100))
+        let error = #expect(throws: WeftCompressionError.self) {
+            try ZstdDecompressor().decompress(piece, limit: 1 << 20)
+        }
+        #expect(error?.description.contains("corrupt") == true, "refused for its window, not cut short: \(String(describing: error))")
+        // A window the limit allows still decodes (the piece is a flushed, unended frame).
+        let small = ZstdStreamCompressor(level: 1, windowLog: 17).compress(Self.sample(100))
+        #expect(throws: WeftCompressionError.truncated) { try ZstdDecompressor().decompress(small, limit: 1 << 20) }
+    }
 }

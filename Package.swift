@@ -59,6 +59,8 @@ let package = Package(
             pkgConfig: "libzstd",
             providers: [.apt(["libzstd-dev"])]
         ),
+        // posix_spawn's close-from action (glibc), for SpawnedProcess.
+        .systemLibrary(name: "CSpawn"),
 
         // MARK: - Libraries
         .target(name: "WeftBytes", dependencies: [.product(name: "NIOCore", package: "swift-nio")]),
@@ -103,6 +105,7 @@ let package = Package(
         .target(
             name: "WeftNode",
             dependencies: [
+                "CSpawn",
                 "WeftCrypto",
                 "WeftControl",
                 "WeftWire",

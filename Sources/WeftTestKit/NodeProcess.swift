@@ -2,71 +2,40 @@ import Foundation
 import WeftNode
 
 /// One `weft node` process, its output going to a log file.
-final class NodeProcess: @unchecked Sendable {
-    // @unchecked: `process` is configured and started in `init` before anyone else sees it;
-    // afterwards it is only read (isRunning, terminationStatus, processIdentifier), which
-    // Foundation's Process allows from any thread.
-    private let process: Process
+final class NodeProcess: Sendable {
+    private let process: SpawnedProcess
 
     init(binary: URL, arguments: [String], log: URL) throws {
         if !FileManager.default.fileExists(atPath: log.path), !FileManager.default.createFile(atPath: log.path, contents: nil) {
             throw LocalMeshError("Cannot create the node's log file \(log.path).")
         }
         let output = try FileHandle(forWritingTo: log)
+        defer { try? output.close() }  // the child holds its own copy
         try output.seekToEnd()
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["WEFT_PASSPHRASE"] = nil
         environment["WEFT_HOME"] = nil
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = output
         do {
-            try ProcessLaunch.run(process)
+            process = try SpawnedProcess(
+                executable: binary, arguments: arguments, environment: environment,
+                output: output.fileDescriptor, error: output.fileDescriptor)
         } catch {
-            throw LocalMeshError("Cannot run \(binary.path): \(error).")
+            throw LocalMeshError("\(error)")
         }
-        try? output.close()  // the child holds its own copy
-        self.process = process
     }
 
     var isRunning: Bool { process.isRunning }
-    var identifier: Int32 { process.processIdentifier }
+    var identifier: Int32 { process.identifier }
 
     /// How the process ended, once it has.
-    var exit: Exit? {
-        guard !process.isRunning else { return nil }
-        return process.terminationReason == .uncaughtSignal ? .signal(process.terminationStatus) : .status(process.terminationStatus)
-    }
+    var exit: Exit? { process.exit }
 
-    enum Exit: Equatable, CustomStringConvertible {
-        case status(Int32)
-        case signal(Int32)
+    typealias Exit = SpawnedProcess.Exit
 
-        var description: String {
-            switch self {
-            case .status(let status): "exited with status \(status)"
-            case .signal(let signal): "ended by signal \(signal)"
-            }
-        }
-    }
-
-    func signal(_ signal: Int32) {
-        if process.isRunning { _ = kill(process.processIdentifier, signal) }
-    }
+    func signal(_ signal: Int32) { process.signal(signal) }
 
     /// Polls until the process has ended; nil if it still runs at the deadline.
-    func waitForExit(timeout: Duration) async -> Exit? {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let exit { return exit }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return exit
-    }
+    func waitForExit(timeout: Duration) async -> Exit? { await process.waitForExit(timeout: timeout) }
 }
 
 /// Runs `weft` to completion (a short command such as `init`); throws with its output if it

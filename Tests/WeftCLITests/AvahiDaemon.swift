@@ -1,4 +1,5 @@
 import Foundation
+import WeftNode
 import Synchronization
 import Testing
 
@@ -87,59 +88,30 @@ final class AvahiDaemon: @unchecked Sendable {
     deinit { stop() }
 }
 
-/// A daemon spawned with posix_spawn rather than Foundation's Process, and reaped here.
-///
-/// Foundation's Process learns that a child exited when a socket the child inherits closes,
-/// then waits for it in its one reaping thread; avahi-daemon closes every descriptor it
-/// inherits at start, which would block that thread until avahi ends, and no other child of
-/// the test would be seen to exit meanwhile. The child also starts with no signals blocked
-/// (a Process child inherits the test's blocked mask, SIGTERM among it). Output goes to `log`.
-final class SpawnedProcess: @unchecked Sendable {
-    // @unchecked: `pid` is set once; `stopped` is only touched from stop(), behind a lock.
-    private let pid: pid_t
-    private let stopped = Mutex(false)
-
-    init(_ arguments: [String], environment: [String: String], log: String) throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+extension SpawnedProcess {
+    /// A daemon in `namespace`, its output appended to `log`. (Not Foundation's Process:
+    /// avahi-daemon closes every descriptor it inherits at start, which would block
+    /// Foundation's one reaping thread until avahi ends.)
+    convenience init(_ arguments: [String], environment: [String: String], log: String) throws {
+        if !FileManager.default.fileExists(atPath: log) { _ = FileManager.default.createFile(atPath: log, contents: nil) }
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        defer { try? output.close() }
+        try output.seekToEnd()
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for pointer in argv + envp { free(pointer) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)
-        guard result == 0 else { throw MulticastProbeError("cannot start \(arguments[0]): error \(result)") }
-        self.pid = pid
+        try self.init(
+            executable: URL(fileURLWithPath: arguments[0]), arguments: Array(arguments.dropFirst()), environment: env,
+            output: output.fileDescriptor, error: output.fileDescriptor)
     }
 
     /// SIGTERM, then SIGKILL if it has not ended within two seconds; reaped either way.
     func stop() {
-        guard !stopped.withLock({ let was = $0; $0 = true; return was }) else { return }
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
+        signal(SIGTERM)
         for _ in 0..<200 {
-            if waitpid(pid, &status, WNOHANG) == pid { return }
+            if exit != nil { return }
             usleep(10_000)
         }
-        kill(pid, SIGKILL)
-        waitpid(pid, &status, 0)
+        signal(SIGKILL)
+        _ = waitUntilExit()
     }
-
-    deinit { stop() }
 }

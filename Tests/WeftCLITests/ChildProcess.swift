@@ -15,6 +15,7 @@ let weftBinary: URL = {
 
 /// A real `weft` process (or another program's) with its output collected as it arrives.
 final class ChildProcess: @unchecked Sendable {
+    // @unchecked: the pipes are only read by their handlers; the rest is immutable or locked.
     /// Text collected from a pipe by its readability handler.
     private final class Collected: Sendable {
         let text = Mutex("")
@@ -22,58 +23,64 @@ final class ChildProcess: @unchecked Sendable {
         var value: String { text.withLock { $0 } }
     }
 
-    // @unchecked: `process` is only started here and then read (isRunning, status), which
-    // Foundation's Process allows from any thread; the collected text is behind a Mutex.
-    private let process: Process
+    private let process: SpawnedProcess
     private let stdoutText = Collected()
     private let stderrText = Collected()
+    /// The read ends, kept open while the process is watched.
+    private let pipes: (out: Pipe, err: Pipe)
 
+    /// Starts `weft ARGUMENTS` (or `executable`) with its output collected.
     /// - Parameter namespace: a network namespace to run it in (`ip netns exec`, which execs
     ///   the program in place: the process is the program's own).
     /// - Parameter executable: the program; weft by default.
     init(_ arguments: [String], environment: [String: String] = [:], namespace: String? = nil, executable: URL = weftBinary) throws {
-        let process = Process()
-        if let namespace {
-            process.executableURL = URL(fileURLWithPath: NamespaceLAN.ip)
-            process.arguments = ["netns", "exec", namespace, executable.path] + arguments
-        } else {
-            process.executableURL = executable
-            process.arguments = arguments
-        }
         var env = ProcessInfo.processInfo.environment
         env["WEFT_PASSPHRASE"] = nil
         env["WEFT_HOME"] = nil
         for (key, value) in environment { env[key] = value }
-        process.environment = env
-        process.standardInput = FileHandle.nullDevice
         let out = Pipe()
         let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        self.process = process
+        pipes = (out, err)
         out.fileHandleForReading.readabilityHandler = { [stdoutText] handle in stdoutText.append(handle.availableData) }
         err.fileHandleForReading.readabilityHandler = { [stderrText] handle in stderrText.append(handle.availableData) }
-        try ProcessLaunch.run(process)
+        defer {
+            // The child holds its own copies of the write ends.
+            try? out.fileHandleForWriting.close()
+            try? err.fileHandleForWriting.close()
+        }
+        if let namespace {
+            process = try SpawnedProcess(
+                executable: URL(fileURLWithPath: NamespaceLAN.ip), arguments: ["netns", "exec", namespace, executable.path] + arguments,
+                environment: env, output: out.fileHandleForWriting.fileDescriptor, error: err.fileHandleForWriting.fileDescriptor)
+        } else {
+            process = try SpawnedProcess(
+                executable: executable, arguments: arguments, environment: env,
+                output: out.fileHandleForWriting.fileDescriptor, error: err.fileHandleForWriting.fileDescriptor)
+        }
     }
 
     var stdout: String { stdoutText.value }
     var stderr: String { stderrText.value }
     var isRunning: Bool { process.isRunning }
-    var processIdentifier: Int32 { process.processIdentifier }
+    var processIdentifier: Int32 { process.identifier }
 
     /// Waits for the process to exit and returns its status.
     func wait(seconds: Double = 30) async throws -> Int32 {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while process.isRunning {
             guard ContinuousClock.now < deadline else {
-                process.interrupt()
-                Issue.record("\(process.arguments ?? []) did not exit within \(seconds) s")
+                process.signal(SIGINT)
+                Issue.record("\(process.arguments) did not exit within \(seconds) s")
                 throw CancellationError()
             }
             try await Task.sleep(for: .milliseconds(10))
         }
         try await Task.sleep(for: .milliseconds(50))  // let the pipes drain
-        return process.terminationStatus
+        // As Foundation reported it: the exit status, or the signal that ended the process.
+        switch process.exit {
+        case .status(let status)?, .signal(let status)?: return status
+        case nil: return -1
+        }
     }
 
     /// Waits until `text` appears in standard output or error; returns that stream's text.
@@ -89,10 +96,10 @@ final class ChildProcess: @unchecked Sendable {
         throw CancellationError()
     }
 
-    func terminate() { if process.isRunning { process.terminate() } }
+    func terminate() { process.signal(SIGTERM) }
 
     /// SIGKILL: the process gets no chance to clean up, as in a crash or power loss.
-    func kill() { if process.isRunning { _ = Foundation.kill(process.processIdentifier, SIGKILL) } }
+    func kill() { process.signal(SIGKILL) }
 
     /// SIGKILL after `delay`, timed by a dispatch timer: the moment stays precise even while
     /// the test's cooperative threads are busy.

@@ -64,18 +64,21 @@ final class NamespaceLAN {
     /// Runs `ip ARGUMENTS`; a non-zero exit throws with its error output.
     @discardableResult
     static func run(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ip)
-        process.arguments = arguments
         let out = Pipe()
         let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try ProcessLaunch.run(process)
+        let process: SpawnedProcess
+        do {
+            defer {
+                try? out.fileHandleForWriting.close()
+                try? err.fileHandleForWriting.close()
+            }
+            process = try SpawnedProcess(
+                executable: URL(fileURLWithPath: ip), arguments: arguments, environment: ProcessInfo.processInfo.environment,
+                output: out.fileHandleForWriting.fileDescriptor, error: err.fileHandleForWriting.fileDescriptor)
+        }
         let output = out.fileHandleForReading.readDataToEndOfFile()
         let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        guard process.waitUntilExit() == .status(0) else {
             throw NamespaceLANError("ip \(arguments.joined(separator: " ")): \(String(decoding: errors, as: UTF8.self))")
         }
         return String(decoding: output, as: UTF8.self)

@@ -87,14 +87,18 @@ extension Replicator {
     /// only to this connection.
     private func write(_ outbox: PeerOutbox, peer: ConnectionNumber) async {
         let stream = SyncStreamEncoder()
-        while let message = await outbox.next() {
+        while let (message, lane) = await outbox.next() {
             do {
-                try await node.send(stream.encode(message), on: outbox.connection)
+                switch lane {
+                case .sync: try await node.send(stream.encode(message), on: outbox.connection)
+                // Chunks are compressed once, as their own frames, and never by the stream.
+                case .bulk: try await node.send(message, on: outbox.connection)
+                }
             } catch {
                 // The connection closed: its end event forgets it, which closes the outbox.
                 logger.debug("cannot write to \(outbox.connection): \(error)")
             }
-            if outbox.written(message.readableBytes) { await feed(.writable(peer, true)) }
+            if outbox.written(message.readableBytes, lane: lane) { await feed(.writable(peer, true)) }
         }
     }
 

@@ -7,21 +7,24 @@ extension TransferCore {
             statistics.ignoredEvents += 1
             return
         }
+        // Marked verified first, so that releasing its copies opens nothing.
+        let isNew = downloads[sequence]!.verified.insert(chunk)
         if let sentAt = release(peer, chunk: chunk, of: sequence) {
             peers[peer]!.record(roundTrip: min(now - sentAt, configuration.requestTimeoutMilliseconds))
             peers[peer]!.window = min(configuration.maxWindow, peers[peer]!.window + 1)
         }
-        guard !downloads[sequence]!.verified.contains(chunk) else {
+        guard isNew else {
             statistics.duplicateChunks += 1
             return
         }
         let losers = (downloads[sequence]!.copies[chunk] ?? [:]).keys.map { TransferCopy(peer: $0, sequence: sequence, chunk: chunk) }
         cancelRequests(losers)
-        downloads[sequence]!.verified.insert(chunk)
         downloads[sequence]!.verifiedByteCount += downloads[sequence]!.layout.byteCount(ofChunk: chunk)
         downloads[sequence]!.incidents[chunk] = nil
         statistics.chunksVerified += 1
         let download = downloads[sequence]!
+        // Endgame copies may be due, or a download with nothing in flight lack its last source.
+        if download.missingCount <= configuration.endgameThreshold || download.copies.isEmpty { generation &+= 1 }
         output.append(.progress(content, verifiedByteCount: download.verifiedByteCount, totalByteCount: download.layout.totalByteCount))
         if download.isComplete {
             output.append(.completed(content))

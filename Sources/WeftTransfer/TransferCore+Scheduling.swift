@@ -18,13 +18,12 @@ extension TransferCore {
     mutating func schedule() {
         guard !isStorePaused, !downloadOrder.isEmpty else { return }
         let candidates = askablePeers
-        var idle: Set<Peer> = []  // peers with nothing left to ask of them this time
         var issued: [TransferCopy<Peer>] = []
         while requestsInFlight < configuration.maxRequestsInFlight {
             var best: (peer: Peer, busy: Int, wait: UInt64)?
-            for peer in candidates where !idle.contains(peer) {
+            for peer in candidates {
                 let state = peers[peer]!
-                guard state.inFlight < state.window else { continue }
+                guard state.inFlight < state.window, state.idleGeneration != generation else { continue }
                 let busy = state.inFlight > 0 ? 1 : 0
                 let wait = state.expectedWait
                 if let current = best, (current.busy, current.wait) <= (busy, wait) { continue }
@@ -32,7 +31,7 @@ extension TransferCore {
             }
             guard let peer = best?.peer else { break }
             guard let (sequence, chunk, isEndgameCopy) = pick(for: peer) else {
-                idle.insert(peer)
+                peers[peer]!.idleGeneration = generation
                 continue
             }
             assign(chunk, of: sequence, to: peer, isEndgameCopy: isEndgameCopy)
@@ -108,18 +107,28 @@ extension TransferCore {
         peers[peer]!.inFlight += 1
         requestsInFlight += 1
         statistics.chunksRequested += 1
-        if isEndgameCopy { statistics.endgameRequests += 1 }
+        if isEndgameCopy {
+            statistics.endgameRequests += 1
+        } else if downloads[sequence]!.openCount == 0 && downloads[sequence]!.missingCount <= configuration.endgameThreshold {
+            generation &+= 1  // the endgame starts: peers that had nothing to do may take copies
+        }
     }
 
     /// Forgets the copy of `chunk` asked of `peer`, if there is one, and returns when it was
-    /// asked. A chunk with no copy left is open again.
+    /// asked. A chunk not verified with no copy left is open again.
     @discardableResult
     mutating func release(_ peer: Peer, chunk: Int, of sequence: UInt64) -> UInt64? {
         guard let sentAt = downloads[sequence]?.copies[chunk]?.removeValue(forKey: peer) else { return nil }
+        let isVerified = downloads[sequence]!.verified.contains(chunk)
         if downloads[sequence]!.copies[chunk]!.isEmpty {
             downloads[sequence]!.copies[chunk] = nil
             downloads[sequence]!.requested.remove(chunk)
-            downloads[sequence]!.firstOpenWord = min(downloads[sequence]!.firstOpenWord, chunk >> 6)
+            if !isVerified {
+                downloads[sequence]!.firstOpenWord = min(downloads[sequence]!.firstOpenWord, chunk >> 6)
+                generation &+= 1
+            }
+        } else if !isVerified && downloads[sequence]!.missingCount <= configuration.endgameThreshold {
+            generation &+= 1  // room for another endgame copy
         }
         peers[peer]!.requests[sequence]!.remove(chunk)
         if peers[peer]!.requests[sequence]!.isEmpty { peers[peer]!.requests[sequence] = nil }
@@ -161,11 +170,15 @@ extension TransferCore {
             let status: TransferDownload<Content, Peer>.Status
             if !download.copies.isEmpty {
                 status = .downloading
+                downloads[sequence]!.reviewedGeneration = nil
+            } else if download.reviewedGeneration == generation {
+                continue
             } else if isStorePaused {
                 status = .paused(.storeFull)
             } else if hasSource(download) {
                 status = .downloading
             } else if !download.awaiting.isEmpty {
+                downloads[sequence]!.reviewedGeneration = generation
                 continue  // some peer may yet say it holds the chunks
             } else if peers.values.contains(where: { $0.holdings[sequence].map(download.lacksSome(of:)) ?? false }) {
                 // Held by connected peers, every one of which may not be asked for it.
@@ -175,6 +188,7 @@ extension TransferCore {
             } else {
                 status = .paused(download.lostSources ? .sourcesOffline : .noSource)
             }
+            if download.copies.isEmpty { downloads[sequence]!.reviewedGeneration = generation }
             guard status != download.status else { continue }
             downloads[sequence]!.status = status
             switch status {

@@ -32,6 +32,11 @@ public struct TransferCore<Content: Hashable & Sendable, Peer: Hashable & Sendab
     public internal(set) var isStorePaused = false
     /// The latest tick's time.
     var now: UInt64 = 0
+    /// Counts changes that may give a peer something new to ask for, or a download without
+    /// requests in flight another status: a chunk open again, holdings, peers, the store,
+    /// the endgame's start. Peers that found nothing to ask for, and downloads reviewed, at
+    /// the current count are not looked at again (their bitsets not scanned) until it moves.
+    var generation: UInt64 = 0
     public internal(set) var statistics = TransferStatistics()
 
     /// Actions of the event being handled, in order.
@@ -46,6 +51,10 @@ public struct TransferCore<Content: Hashable & Sendable, Peer: Hashable & Sendab
 
     /// Handles one event and returns the actions it calls for, in order.
     public mutating func handle(_ event: Event) -> [Action] {
+        switch event {
+        case .verified, .tick: break  // these count their own changes
+        default: generation &+= 1
+        }
         switch event {
         case .wanted(let content, let layout, let verified):
             want(content, layout: layout, verified: verified)
@@ -222,7 +231,10 @@ public struct TransferCore<Content: Hashable & Sendable, Peer: Hashable & Sendab
         statistics.timeouts += expired.count
         cancelRequests(expired)
         for sequence in downloadOrder {
-            downloads[sequence]!.awaiting = downloads[sequence]!.awaiting.filter { now - $0.value < timeout }
+            let awaiting = downloads[sequence]!.awaiting
+            guard awaiting.values.contains(where: { now - $0 >= timeout }) else { continue }
+            downloads[sequence]!.awaiting = awaiting.filter { now - $0.value < timeout }
+            generation &+= 1
         }
     }
 

@@ -27,6 +27,9 @@ struct TransferDownload<Content: Hashable & Sendable, Peer: Hashable & Sendable 
     var status = Status.downloading
     /// A peer holding chunks the content lacks disconnected since the download was wanted.
     var lostSources = false
+    /// The core's `generation` when the download's status was last worked out with nothing
+    /// in flight: until it moves, the answer is the same.
+    var reviewedGeneration: UInt64?
 
     init(content: Content, sequence: UInt64, layout: TransferLayout, verified: TransferChunkSet) {
         self.content = content
@@ -95,6 +98,9 @@ struct TransferPeer: Sendable {
     var roundTrip: UInt64?
     /// Chunks it sent that failed verification, over this connection.
     var badChunks = 0
+    /// The core's `generation` when it last had nothing to be asked for: until it moves, it
+    /// still has nothing.
+    var idleGeneration: UInt64?
 
     init(window: Int) { self.window = window }
 

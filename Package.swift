@@ -103,7 +103,7 @@ let package = Package(
         /// LAN discovery over multicast DNS (RFC 6762, DNS-SD RFC 6763): the packet codec and
         /// the responder's state; no sockets.
         .target(name: "WeftDiscovery", dependencies: ["WeftCrypto"]),
-        /// Rich content transfer (SPEC.md §17): the sans-I/O scheduler that decides which chunk
+        /// Rich content transfer (SPEC.md, "Rich content transfer: scheduling"): the sans-I/O scheduler that decides which chunk
         /// to ask which peer for; no sockets, no files, no clock.
         .target(name: "WeftTransfer"),
         .target(

@@ -106,7 +106,7 @@ struct TransferPeer: Sendable {
 
     /// Takes one more round-trip sample into the average (a quarter of its weight).
     mutating func record(roundTrip sample: UInt64) {
-        roundTrip = roundTrip.map { ($0 * 3 + sample) / 4 } ?? sample
+        roundTrip = roundTrip.map { $0 - $0 / 4 + sample / 4 } ?? sample
     }
 
     /// How long a new request would wait for its answer, roughly: the peer's queue of

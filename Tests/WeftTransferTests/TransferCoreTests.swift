@@ -240,6 +240,23 @@ struct TransferCoreTests {
         #expect(harness.handle(.verified(1, "c", chunk: 0)).isEmpty)
     }
 
+    @Test("Holdings of another chunk count, and answers about unknown downloads or peers, are ignored")
+    func ignoredInput() {
+        var harness = TransferCoreHarness()
+        harness.handle(.wanted("c", testLayout(10)))
+        harness.handle(.connected(1))
+        #expect(harness.handle(.holdings(1, "c", .chunks(TransferChunkSet(chunkCount: 11, chunks: 0..<11)))).isEmpty)
+        #expect(harness.handle(.holdings(2, "c", .all)).isEmpty)
+        #expect(harness.handle(.holdings(1, "other", .all)).isEmpty)
+        #expect(harness.handle(.corrupt(1, "c", chunk: 10)).isEmpty)
+        #expect(harness.handle(.verified(1, "c", chunk: -1)).isEmpty)
+        #expect(harness.core.statistics.ignoredEvents == 5)
+        #expect(harness.core.requestsInFlight == 0)
+        // A quiet tick changes nothing.
+        harness.handle(.holdings(1, "c", .all))
+        #expect(harness.handle(.tick(nowMilliseconds: 1_000)).isEmpty)
+    }
+
     @Test("Downloads past the bounds are refused")
     func bounds() {
         var harness = TransferCoreHarness(configuration: configuration {

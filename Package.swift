@@ -33,6 +33,7 @@ let package = Package(
         .library(name: "WeftSync", targets: ["WeftSync"]),
         .library(name: "WeftControl", targets: ["WeftControl"]),
         .library(name: "WeftDiscovery", targets: ["WeftDiscovery"]),
+        .library(name: "WeftTransfer", targets: ["WeftTransfer"]),
         .library(name: "WeftNode", targets: ["WeftNode"]),
         .library(name: "Weft", targets: ["Weft"]),
         .library(name: "WeftTestKit", targets: ["WeftTestKit"]),
@@ -102,6 +103,9 @@ let package = Package(
         /// LAN discovery over multicast DNS (RFC 6762, DNS-SD RFC 6763): the packet codec and
         /// the responder's state; no sockets.
         .target(name: "WeftDiscovery", dependencies: ["WeftCrypto"]),
+        /// Rich content transfer (SPEC.md, "Rich content transfer: scheduling"): the sans-I/O scheduler that decides which chunk
+        /// to ask which peer for; no sockets, no files, no clock.
+        .target(name: "WeftTransfer"),
         .target(
             name: "WeftNode",
             dependencies: [
@@ -167,6 +171,7 @@ let package = Package(
         .testTarget(name: "WeftCryptoTests", dependencies: ["WeftCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "WeftCompressionTests", dependencies: ["WeftCompression"]),
         .testTarget(name: "WeftDiscoveryTests", dependencies: ["WeftDiscovery", "WeftCrypto"]),
+        .testTarget(name: "WeftTransferTests", dependencies: ["WeftTransfer"]),
         .testTarget(name: "WeftModelTests", dependencies: ["WeftModel", "WeftCrypto"]),
         .testTarget(
             name: "WeftStoreTests",

@@ -9,7 +9,8 @@ import PackageDescription
 ///                                            `package` access, shared by every codec)
 ///       <- WeftCrypto, WeftCompression
 ///       <- WeftWire (frames, connection state machine), WeftModel (operations, merge rules)
-///       <- WeftStore (SQLite through GRDB), WeftSync (sans-I/O replication: sync messages)
+///       <- WeftStore (SQLite through GRDB), WeftSync (sans-I/O replication: sync messages),
+///          WeftTransfer (sans-I/O rich content: descriptors' manifests, the hash tree, chunk frames)
 ///       <- WeftControl (the control protocol between the CLI and a running node: frames,
 ///                       requests, the ControlHandler a daemon implements; no sockets)
 ///       <- WeftDiscovery (sans-I/O multicast DNS: the packet codec, what a node advertises)
@@ -31,6 +32,7 @@ let package = Package(
         .library(name: "WeftModel", targets: ["WeftModel"]),
         .library(name: "WeftStore", targets: ["WeftStore"]),
         .library(name: "WeftSync", targets: ["WeftSync"]),
+        .library(name: "WeftTransfer", targets: ["WeftTransfer"]),
         .library(name: "WeftControl", targets: ["WeftControl"]),
         .library(name: "WeftDiscovery", targets: ["WeftDiscovery"]),
         .library(name: "WeftNode", targets: ["WeftNode"]),
@@ -92,6 +94,14 @@ let package = Package(
         .target(
             name: "WeftSync",
             dependencies: ["WeftWire", "WeftModel", "WeftCompression", .product(name: "NIOCore", package: "swift-nio")]
+        ),
+        /// Rich content (SPEC.md §17): the chunking rule, the hash tree, manifests, chunk frames
+        /// and chunk messages; no I/O.
+        .target(
+            name: "WeftTransfer",
+            dependencies: [
+                "WeftModel", "WeftCrypto", "WeftCompression", .product(name: "NIOCore", package: "swift-nio"),
+            ]
         ),
         /// The control protocol between the CLI and a running node (SPEC.md §15): frames,
         /// requests, responses and the handler a daemon implements; no sockets.
@@ -186,6 +196,12 @@ let package = Package(
             name: "WeftSyncTests",
             dependencies: [
                 "WeftSync", "WeftWire", "WeftModel", "WeftCrypto", "WeftCompression", .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "WeftTransferTests",
+            dependencies: [
+                "WeftTransfer", "WeftModel", "WeftCrypto", "WeftCompression", .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .testTarget(

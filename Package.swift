@@ -9,7 +9,8 @@ import PackageDescription
 ///                                            `package` access, shared by every codec)
 ///       <- WeftCrypto, WeftCompression
 ///       <- WeftWire (frames, connection state machine), WeftModel (operations, merge rules)
-///       <- WeftStore (SQLite through GRDB), WeftSync (sans-I/O replication: sync messages)
+///       <- WeftStore (SQLite through GRDB), WeftSync (sans-I/O replication: sync messages),
+///          WeftTransfer (sans-I/O rich content: descriptors' manifests, the hash tree, chunk frames)
 ///       <- WeftControl (the control protocol between the CLI and a running node: frames,
 ///                       requests, the ControlHandler a daemon implements; no sockets)
 ///       <- WeftDiscovery (sans-I/O multicast DNS: the packet codec, what a node advertises)
@@ -31,9 +32,9 @@ let package = Package(
         .library(name: "WeftModel", targets: ["WeftModel"]),
         .library(name: "WeftStore", targets: ["WeftStore"]),
         .library(name: "WeftSync", targets: ["WeftSync"]),
+        .library(name: "WeftTransfer", targets: ["WeftTransfer"]),
         .library(name: "WeftControl", targets: ["WeftControl"]),
         .library(name: "WeftDiscovery", targets: ["WeftDiscovery"]),
-        .library(name: "WeftTransfer", targets: ["WeftTransfer"]),
         .library(name: "WeftNode", targets: ["WeftNode"]),
         .library(name: "Weft", targets: ["Weft"]),
         .library(name: "WeftTestKit", targets: ["WeftTestKit"]),
@@ -94,6 +95,15 @@ let package = Package(
             name: "WeftSync",
             dependencies: ["WeftWire", "WeftModel", "WeftCompression", .product(name: "NIOCore", package: "swift-nio")]
         ),
+        /// Rich content (SPEC.md §17): the chunking rule, the hash tree, manifests, chunk frames
+        /// and chunk messages, and the scheduler that decides which chunk to ask which peer for
+        /// (§17.7); no sockets, no files, no clock.
+        .target(
+            name: "WeftTransfer",
+            dependencies: [
+                "WeftModel", "WeftCrypto", "WeftCompression", .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         /// The control protocol between the CLI and a running node (SPEC.md §15): frames,
         /// requests, responses and the handler a daemon implements; no sockets.
         .target(
@@ -103,9 +113,6 @@ let package = Package(
         /// LAN discovery over multicast DNS (RFC 6762, DNS-SD RFC 6763): the packet codec and
         /// the responder's state; no sockets.
         .target(name: "WeftDiscovery", dependencies: ["WeftCrypto"]),
-        /// Rich content transfer (SPEC.md, "Rich content transfer: scheduling"): the sans-I/O scheduler that decides which chunk
-        /// to ask which peer for; no sockets, no files, no clock.
-        .target(name: "WeftTransfer"),
         .target(
             name: "WeftNode",
             dependencies: [
@@ -171,7 +178,6 @@ let package = Package(
         .testTarget(name: "WeftCryptoTests", dependencies: ["WeftCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "WeftCompressionTests", dependencies: ["WeftCompression"]),
         .testTarget(name: "WeftDiscoveryTests", dependencies: ["WeftDiscovery", "WeftCrypto"]),
-        .testTarget(name: "WeftTransferTests", dependencies: ["WeftTransfer"]),
         .testTarget(name: "WeftModelTests", dependencies: ["WeftModel", "WeftCrypto"]),
         .testTarget(
             name: "WeftStoreTests",
@@ -191,6 +197,12 @@ let package = Package(
             name: "WeftSyncTests",
             dependencies: [
                 "WeftSync", "WeftWire", "WeftModel", "WeftCrypto", "WeftCompression", .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "WeftTransferTests",
+            dependencies: [
+                "WeftTransfer", "WeftModel", "WeftCrypto", "WeftCompression", .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .testTarget(

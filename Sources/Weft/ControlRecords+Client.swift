@@ -23,7 +23,7 @@ extension MessageRecord {
             position: UInt32(clamping: message.position), isSent: message.isSent, isUnread: message.isUnread,
             parts: message.parts.map { part in
                 Part(
-                    mimeType: part.mimeType, size: UInt32(clamping: part.data.count),
+                    mimeType: part.mimeType, size: UInt32(clamping: part.byteCount),
                     inlineData: part.data.count <= ControlConstants.maxInlinePartByteCount ? part.data : [])
             },
             recipients: message.recipientStatus.map {

@@ -2,15 +2,31 @@ import NIOCore
 import WeftBytes
 import WeftCrypto
 
-/// A message part: bytes and a MIME type of the form `type/subtype`.
+/// A message part: a MIME type of the form `type/subtype`, and either its bytes inline or, for
+/// rich content (SPEC.md §17), the descriptor of content that travels apart from the message,
+/// in chunks.
 public struct MessagePart: Hashable, Sendable {
     public var mimeType: String
+    /// The part's bytes when inline; empty for rich content.
     public var data: [UInt8]
+    /// The content's descriptor (size, chunk size, hash-tree root) for rich content.
+    public var content: ContentDescriptor?
 
     public init(mimeType: String, data: [UInt8]) {
         self.mimeType = mimeType
         self.data = data
+        self.content = nil
     }
+
+    /// A rich-content part: its bytes are the content `descriptor` describes.
+    public init(mimeType: String, content descriptor: ContentDescriptor) {
+        self.mimeType = mimeType
+        self.data = []
+        self.content = descriptor
+    }
+
+    /// The part's size in bytes: inline data's, or the content's.
+    public var byteCount: UInt64 { content?.byteCount ?? UInt64(data.count) }
 
     /// Whether `mimeType` has the form `type/subtype`: two non-empty tokens of RFC 2045 token
     /// characters around one slash (parameters after `;` are allowed).
@@ -101,7 +117,8 @@ public enum OperationBody: Hashable, Sendable {
         case .addParticipants: 2
         case .removeParticipants: 3
         case .setMetadata: 4
-        case .postMessage: 5
+        // A message with rich content is kind 10, so that readers of kind 5 stay as they were.
+        case .postMessage(let parts, _): parts.contains { $0.content != nil } ? 10 : 5
         case .delivered: 6
         case .read: 7
         case .markAllRead: 8

@@ -29,9 +29,18 @@ extension OperationBody {
             }
         case .postMessage(let parts, let options):
             written += b.writeOperationListCount(parts.count)
+            let withContent = parts.contains { $0.content != nil }
             for part in parts {
+                if withContent {
+                    // Kind 10: each part says whether it is inline (0) or content (1).
+                    written += b.writeInteger(part.content == nil ? UInt8(0) : UInt8(1))
+                }
                 written += b.writeOperationText(part.mimeType)
-                written += b.writeOperationBlob(part.data)
+                if let content = part.content {
+                    written += content.write(to: &b)
+                } else {
+                    written += b.writeOperationBlob(part.data)
+                }
             }
             written += Self.writeOptional(options.notificationText, to: &b)
             written += Self.writeOptional(options.notificationSound, to: &b)
@@ -78,18 +87,40 @@ extension OperationBody {
                 entries[key] = .some(try b.readOperationFlag("a metadata value flag") ? try b.readOperationText() : nil)
             }
             self = .setMetadata(entries)
-        case 5:
+        case 5, 10:
             let count = try b.readOperationListCount()
             guard count > 0 else { throw .malformed("a message has no parts") }
             var parts: [MessagePart] = []
             parts.reserveCapacity(count)
             for _ in 0..<count {
+                let isContent: Bool
+                if kind == 10 {
+                    switch try b.readOperationInteger(UInt8.self) {
+                    case 0: isContent = false
+                    case 1: isContent = true
+                    case let other: throw .malformed("part kind \(other) is neither inline (0) nor content (1)")
+                    }
+                } else {
+                    isContent = false
+                }
                 let mimeType = try b.readOperationText()
                 guard MessagePart.isValidMIMEType(mimeType) else {
                     throw .malformed("MIME type \"\(mimeType)\" is not of the form type/subtype")
                 }
-                let data = try b.readOperationBlob(limit: Operation.maxByteCount)
-                parts.append(MessagePart(mimeType: mimeType, data: data.readableBytesArray))
+                if isContent {
+                    do {
+                        parts.append(MessagePart(mimeType: mimeType, content: try ContentDescriptor(reading: &b)))
+                    } catch {
+                        throw .malformed("a content part's descriptor: \(error)")
+                    }
+                } else {
+                    let data = try b.readOperationBlob(limit: Operation.maxByteCount)
+                    parts.append(MessagePart(mimeType: mimeType, data: data.readableBytesArray))
+                }
+            }
+            // One encoding per message: kind 10 only where some part is content.
+            guard (kind == 10) == parts.contains(where: { $0.content != nil }) else {
+                throw .malformed(kind == 10 ? "a kind 10 message has no content part (it is kind 5)" : "a kind 5 message cannot hold content")
             }
             let text = try Self.readOptional(&b)
             let sound = try Self.readOptional(&b)

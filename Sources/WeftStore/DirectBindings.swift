@@ -35,6 +35,8 @@ struct DirectBindings {
 
     mutating func bind(_ index: CInt, _ value: Int64) { check(sqlite3_bind_int64(statement, index, value)) }
 
+    mutating func bindNull(_ index: CInt) { check(sqlite3_bind_null(statement, index)) }
+
     mutating func bind(_ index: CInt, _ value: Int) { bind(index, Int64(value)) }
 
     mutating func bind(_ index: CInt, _ value: Bool) { bind(index, Int64(value ? 1 : 0)) }

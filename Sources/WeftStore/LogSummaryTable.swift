@@ -340,7 +340,7 @@ struct LogSummaryTable {
         let localUser = try Data.fetchOne(db.cached("SELECT value FROM setting WHERE key = 'localUser'"))
         var published: Set<ConversationID> = []
         let rows = try Row.fetchCursor(
-            db, sql: "SELECT DISTINCT conversation FROM operation WHERE kind = 5 OR author != ? OR ? IS NULL",
+            db, sql: "SELECT DISTINCT conversation FROM operation WHERE kind IN (5, 10) OR author != ? OR ? IS NULL",
             arguments: [localUser, localUser])
         while let row = try rows.next() { published.insert(try row.conversationID(0, "operation.conversation")) }
         for (conversation, entry) in try scan(db) {

@@ -267,14 +267,15 @@ struct Materializer {
         // A new row number has no parts or receipts yet (deleting a message deletes them):
         // plain inserts, which SQLite runs without a statement journal.
         let part = try db.cachedStatement(sql: fresh
-            ? #"INSERT INTO part (message, "index", mimeType, data) VALUES (?, ?, ?, ?)"#
-            : #"INSERT OR REPLACE INTO part (message, "index", mimeType, data) VALUES (?, ?, ?, ?)"#)
+            ? #"INSERT INTO part (message, "index", mimeType, data, content) VALUES (?, ?, ?, ?, ?)"#
+            : #"INSERT OR REPLACE INTO part (message, "index", mimeType, data, content) VALUES (?, ?, ?, ?, ?)"#)
         for (index, messagePart) in snapshot.parts.enumerated() {
             try part.execute(db) { row in
                 row.bind(1, number)
                 row.bind(2, index)
                 row.bind(3, messagePart.mimeType)
                 row.bind(4, blob: messagePart.data)
+                if let content = messagePart.content { row.bind(5, blob: content.encoding) } else { row.bindNull(5) }
             }
         }
         try writeStatuses(of: snapshot, number: number, replacing: false, fresh: fresh)

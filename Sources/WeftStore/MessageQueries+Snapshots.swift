@@ -41,11 +41,21 @@ extension MessageQueries {
         for chunk in numbers.chunked(500) {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
             for row in try Row.fetchAll(
-                db.cached("SELECT message, mimeType, data FROM part WHERE message IN (\(marks)) ORDER BY message, \"index\""),
+                db.cached("SELECT message, mimeType, data, content FROM part WHERE message IN (\(marks)) ORDER BY message, \"index\""),
                 arguments: StatementArguments(chunk))
             {
-                parts[try row.integer(0, "part.message"), default: []].append(
-                    MessagePart(mimeType: try row.text(1, "part.mimeType"), data: [UInt8](try row.blob(2, "part.data"))))
+                let mimeType = try row.text(1, "part.mimeType")
+                let part: MessagePart
+                if let content = try row.optionalBlob(3, "part.content") {
+                    do {
+                        part = MessagePart(mimeType: mimeType, content: try ContentDescriptor(encoding: [UInt8](content)))
+                    } catch {
+                        throw StoreError.damaged("part.content", "does not decode: \(error)")
+                    }
+                } else {
+                    part = MessagePart(mimeType: mimeType, data: [UInt8](try row.blob(2, "part.data")))
+                }
+                parts[try row.integer(0, "part.message"), default: []].append(part)
             }
             for row in try Row.fetchAll(
                 db.cached("SELECT message, recipient, status FROM receipt WHERE message IN (\(marks))"),

@@ -202,7 +202,13 @@ enum Schema {
                 """)
         }
 
-        // Future migrations go here, after "v5: pending operations expire".
+        // v6: a rich-content part (SPEC.md §17) keeps its descriptor (41 bytes) in `content`
+        // and no data; inline parts keep NULL there.
+        migrator.registerMigration("v6: rich content parts") { db in
+            try db.execute(sql: "ALTER TABLE part ADD COLUMN content BLOB")
+        }
+
+        // Future migrations go here, after "v6: rich content parts".
         return migrator
     }
 

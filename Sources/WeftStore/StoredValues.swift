@@ -56,6 +56,15 @@ extension Row {
         return value
     }
 
+    /// The blob in column `index`, nil for NULL.
+    func optionalBlob(_ index: Int, _ column: String) throws -> Data? {
+        switch try storedValue(index).storage {
+        case .null: return nil
+        case .blob(let value): return value
+        case let other: throw StoreError.damaged(column, "holds \(Self.storageClass(other)), not a blob")
+        }
+    }
+
     /// The text in column `index`, nil for NULL.
     func optionalText(_ index: Int, _ column: String) throws -> String? {
         switch try storedValue(index).storage {

@@ -106,7 +106,7 @@ struct EncodingTests {
             op.version = version
             expectRefused(op, .unknownVersion)
         }
-        for kind: UInt8 in [0, 10, 200, 255] {
+        for kind: UInt8 in [0, 11, 200, 255] {
             var op = raw("markAllRead")
             op.kind = kind
             expectRefused(op, .unknownKind)

@@ -52,8 +52,15 @@ struct OperationVectorFile: Decodable {
         }
 
         struct Part: Decodable {
+            struct Content: Decodable {
+                let byteCount: String
+                let chunkLog: UInt8
+                let root: String
+            }
             let mimeType: String
             let dataHex: String
+            /// Rich content (kind 10): the descriptor's fields.
+            let content: Content?
         }
 
         let distinct: Bool?
@@ -116,9 +123,14 @@ extension OperationVectorFile.Fields {
         case 2: operationBody = .addParticipants(b.participants!.map(user))
         case 3: operationBody = .removeParticipants(b.participants!.map(user))
         case 4: operationBody = .setMetadata(Dictionary(uniqueKeysWithValues: b.entries!.map { ($0.key, $0.value) }))
-        case 5:
+        case 5, 10:
             operationBody = .postMessage(
-                parts: b.parts!.map { MessagePart(mimeType: $0.mimeType, data: bytes($0.dataHex)) },
+                parts: b.parts!.map { part in
+                    guard let content = part.content else { return MessagePart(mimeType: part.mimeType, data: bytes(part.dataHex)) }
+                    let descriptor = try! ContentDescriptor(
+                        byteCount: UInt64(content.byteCount)!, chunkLog: content.chunkLog, root: ContentRoot(bytes: bytes(content.root))!)
+                    return MessagePart(mimeType: part.mimeType, content: descriptor)
+                },
                 options: MessageOptions(notificationText: b.notificationText, notificationSound: b.notificationSound))
         case 6: operationBody = .delivered(b.messages!.map(operationID))
         case 7: operationBody = .read(b.messages!.map(operationID))
@@ -204,7 +216,8 @@ struct OperationVectorTests {
         #expect(snapshot.participants == OperationVectorFile.file.authors.map { user($0.publicKey) }.sorted())
         #expect(snapshot.metadata == ["title": "Weft vectors"])
         #expect(!snapshot.isDistinct)
-        #expect(snapshot.messageCount == 0)
+        // The message deleted, and the one with rich content after it.
+        #expect(snapshot.messageCount == 1)
     }
 
     @Test("invalid wire forms are refused with the vector's error", arguments: OperationVectorFile.file.invalid.map(\.description))

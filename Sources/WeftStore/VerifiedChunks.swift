@@ -10,9 +10,10 @@ public struct VerifiedChunks: Hashable, Sendable, CustomStringConvertible {
     public private(set) var count: Int = 0
     private var words: [UInt64]
 
-    /// No chunk verified, of `chunkCount` (negative counts as none).
+    /// No chunk verified, of `chunkCount` (negative counts as none, and more than
+    /// `ContentStore.maxChunkCount` as that many).
     public init(chunkCount: Int) {
-        self.chunkCount = max(chunkCount, 0)
+        self.chunkCount = min(max(chunkCount, 0), ContentStore.maxChunkCount)
         words = Array(repeating: 0, count: (self.chunkCount + 63) / 64)
     }
 

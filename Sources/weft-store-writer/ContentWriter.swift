@@ -3,10 +3,13 @@
 // order until killed, then completes it.
 //
 //   weft-store-writer content <home> [--chunk-log 12] [--chunks 3000] [--seed 1] [--pause-us 0]
+//                                    [--stop-after N]
 //
 // Prints "opened V" (V chunks verified on opening), then "durable N I,J,..." each time chunks
 // became durable (N durable in all; I, J, ... the chunks that just did), and "complete" at the
-// end. The content is `CrashContent` below, the same in the test (ContentCrashTests.swift).
+// end. --pause-us sleeps that long after each chunk; --stop-after N stops after writing N
+// chunks (the last batch not flushed), prints "stopped" and waits to be killed, so a test that
+// is slow to kill it does not see it complete. The content is `CrashContent` below, the same in the test (ContentCrashTests.swift).
 import Foundation
 import WeftCrypto
 import WeftStore
@@ -43,9 +46,9 @@ struct CrashContent {
 func runContentWriter(_ arguments: [String]) -> Never {
     var arguments = arguments[...]
     guard let home = arguments.popFirst() else {
-        fail("usage: weft-store-writer content <home> [--chunk-log 12] [--chunks 3000] [--seed 1] [--pause-us 0]")
+        fail("usage: weft-store-writer content <home> [--chunk-log 12] [--chunks 3000] [--seed 1] [--pause-us 0] [--stop-after N]")
     }
-    var chunkLog = 12, chunks = 3000, seed = 1, pause = 0
+    var chunkLog = 12, chunks = 3000, seed = 1, pause = 0, stopAfter = Int.max
     while let flag = arguments.popFirst() {
         guard let value = arguments.popFirst().flatMap(Int.init), value >= 0 else { fail("\(flag) takes a number") }
         switch flag {
@@ -53,6 +56,7 @@ func runContentWriter(_ arguments: [String]) -> Never {
         case "--chunks": chunks = value
         case "--seed": seed = value
         case "--pause-us": pause = value
+        case "--stop-after": stopAfter = value
         default: fail("unknown option \(flag)")
         }
     }
@@ -74,6 +78,10 @@ func runContentWriter(_ arguments: [String]) -> Never {
             waiting = []
         }
         for (number, index) in partial.verifiedChunks.missing.shuffled().enumerated() {
+            if number == stopAfter {
+                say("stopped")
+                while true { sleep(60) }
+            }
             try partial.write(chunk: index, bytes: content.chunk(index), hash: content.hash(index))
             waiting.append(index)
             report()

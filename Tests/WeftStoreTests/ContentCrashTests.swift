@@ -66,8 +66,10 @@ struct ContentCrashTests {
         var rounds = 0
         for round in 0..<6 {
             // A short pause after each chunk spreads a round over many batches, so the kill
-            // lands anywhere among writes, syncs and appends.
-            let writer = try WriterProcess(arguments: ["content", home.url.path] + content.arguments + ["--pause-us", "300"])
+            // lands anywhere among writes, syncs and appends. The writer stops after 400
+            // chunks (6 × 400 < 3000), in case the test is slow to kill it (a busy machine).
+            let writer = try WriterProcess(
+                arguments: ["content", home.url.path] + content.arguments + ["--pause-us", "300", "--stop-after", "400"])
             try await writer.wait(until: { $0.durableLineCount >= 1 + round % 3 })
             let delay = Duration.microseconds(Int.random(in: 0...30_000))
             try await Task.sleep(for: delay)
@@ -100,7 +102,8 @@ struct ContentCrashTests {
                 if record.hash != content.hash(record.index) || BLAKE2b.hash(bytes, outputByteCount: 32) != record.hash { wrong += 1 }
             }
             #expect(wrong == 0, "round \(round): \(wrong) chunks named by the journal do not hold their bytes")
-            print("content crash round \(round): killed \(delay) after \(writer.durableLineCount) flushes; \(said.count) chunks said durable, \(verified.count) held (\(partial.recovery))")
+            let moment = writer.lines.contains("stopped") ? "after it stopped" : "\(delay) after \(writer.durableLineCount) flushes"
+            print("content crash round \(round): killed \(moment); \(said.count) chunks said durable, \(verified.count) held (\(partial.recovery))")
             // What the journal holds now is durable: the next round must keep it.
             durable = verified
             try partial.close()

@@ -389,6 +389,28 @@ struct ContentStoreTests {
         expectContentError(.notHeld) { try store.read(try ContentStore.Root(Array(repeating: 9, count: 32)), layout: big, chunks: 0..<1) }
     }
 
+    @Test("VerifiedChunks: membership, counts, the first missing chunk across whole words, indices out of range")
+    func verifiedChunks() {
+        var chunks = VerifiedChunks(chunkCount: 200)
+        #expect(chunks.firstMissing(in: 0..<200) == 0)
+        for index in 0..<150 { chunks.insert(index) }
+        #expect(chunks.count == 150 && !chunks.isComplete)
+        #expect(chunks.firstMissing(in: 0..<200) == 150)
+        #expect(chunks.firstMissing(in: 3..<150) == nil && chunks.containsAll(0..<150))
+        #expect(chunks.firstMissing(in: 100..<100) == nil)
+        #expect(chunks.remove(64) && !chunks.remove(64))
+        #expect(chunks.firstMissing(in: 0..<150) == 64)
+        #expect(!chunks.insert(200) && !chunks.insert(-1) && !chunks.contains(200) && !chunks.contains(-1))
+        #expect(chunks.firstMissing(in: -2..<3) == -2)
+        chunks.insert(64)
+        #expect(chunks.firstMissing(in: 140..<210) == 150)
+        for index in 150..<200 { chunks.insert(index) }
+        #expect(chunks.isComplete && chunks.missing.isEmpty && chunks.verified == Array(0..<200))
+        #expect(chunks.firstMissing(in: 190..<210) == 200, "past the end is never verified")
+        #expect(VerifiedChunks(chunkCount: .max).chunkCount == ContentStore.maxChunkCount)
+        #expect(VerifiedChunks(chunkCount: -5).chunkCount == 0)
+    }
+
     @Test("the journal's header and records are the bytes SPEC.md §11.2 gives")
     func journalBytes() throws {
         let root = try ContentStore.Root(Array(repeating: 0x11, count: 32))

@@ -8,6 +8,11 @@
 //
 // --part-bytes pads each message with a second part of that many bytes, so a batch's
 // transaction writes more pages (and a kill lands inside it more often).
+//
+//   weft-store-writer content <home> ...
+//
+// writes chunks of a partial content instead, for the content store's crash test
+// (ContentWriter.swift).
 import Foundation
 import WeftCrypto
 import WeftModel
@@ -16,6 +21,10 @@ import WeftStore
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("weft-store-writer: \(message)\n".utf8))
     exit(1)
+}
+
+if CommandLine.arguments.dropFirst().first == "content" {
+    runContentWriter(Array(CommandLine.arguments.dropFirst(2)))
 }
 
 var arguments = CommandLine.arguments.dropFirst()

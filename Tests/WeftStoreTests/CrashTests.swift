@@ -40,10 +40,15 @@ final class WriterProcess: @unchecked Sendable {
     let process: Process
     private let output = Collected()
 
-    init(directory: URL, batchSize: Int, partBytes: Int) throws {
+    convenience init(directory: URL, batchSize: Int, partBytes: Int) throws {
+        try self.init(arguments: [directory.path, "--batch-size", "\(batchSize)", "--part-bytes", "\(partBytes)"])
+    }
+
+    /// Runs the writer with `arguments`.
+    init(arguments: [String]) throws {
         let process = Process()
         process.executableURL = storeWriterBinary
-        process.arguments = [directory.path, "--batch-size", "\(batchSize)", "--part-bytes", "\(partBytes)"]
+        process.arguments = arguments
         process.standardInput = FileHandle.nullDevice
         process.standardError = FileHandle.standardError
         let pipe = Pipe()

@@ -1,0 +1,241 @@
+import Foundation
+import Synchronization
+
+/// Rich content on disk (SPEC.md §11.2): large message parts, each named by its 32-byte root and
+/// split into chunks of a power-of-two size, held in the `content/` directory of the node's
+/// home. Complete content is one immutable file named by the root in hex; content still
+/// arriving is a pre-sized `.partial` file and a `.journal` of the chunks verified so far, so a
+/// transfer resumes where it stopped, after a crash too.
+///
+/// The transfer driver verifies each chunk (its hash against the root) and hands it to
+/// `PartialContent.write`; sessions serving peers `read` verified chunks. Content is
+/// addressed by its root: the same root is one file, and one `PartialContent` while open.
+///
+/// Every call blocks on the file system (and `flush`, `complete` and batched writes wait for
+/// the disk): call it from a thread pool, never from the cooperative pool. A store in one
+/// process owns its directory; the node's `node.lock` keeps a second node out of the home.
+public final class ContentStore: Sendable {
+    /// The directory in the node's home that holds the content.
+    public static let directoryName = "content"
+    /// Chunk sizes the store holds: 2^10 (1 KiB) to 2^24 (16 MiB) bytes.
+    public static let chunkLogRange: ClosedRange<UInt8> = 10...24
+    /// The most chunks one content may have (2^24; its `VerifiedChunks` is then 2 MiB).
+    public static let maxChunkCount = 1 << 24
+    /// The most bytes one `read` returns (16 MiB, one chunk of the largest size).
+    public static let maxReadByteCount = 16 << 20
+    /// The most chunks written between two flushes: the journal's bound on unsynced records.
+    public static let batchChunkLimit = ChunkJournal.maxUnsyncedRecords
+    /// The default bound on chunk bytes written between two flushes (4 MiB).
+    public static let defaultBatchByteLimit = 4 << 20
+
+    /// The `content/` directory.
+    public let directory: URL
+    /// Chunk bytes a `PartialContent` writes before it flushes, if `batchChunkLimit` chunks
+    /// have not made it flush first.
+    public let batchByteLimit: Int
+    private let openPartials = OpenPartials()
+
+    /// Opens the content store in a node's home, creating `content/` (mode 0700) if missing.
+    /// - Parameters:
+    ///   - directory: the node's home, where the store's `weft.sqlite` lives.
+    ///   - batchByteLimit: chunk bytes written between two flushes, at least one chunk's worth
+    ///     in effect (a flush follows the write that reaches it).
+    public init(directory: URL, batchByteLimit: Int = ContentStore.defaultBatchByteLimit) throws {
+        self.directory = directory.appendingPathComponent(Self.directoryName)
+        self.batchByteLimit = batchByteLimit
+        do {
+            try FileManager.default.createDirectory(
+                at: self.directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw ContentStoreError(.fileSystem, "Cannot create the content directory \(self.directory.path): \(error.localizedDescription)")
+        }
+    }
+
+    // MARK: - Opening
+
+    /// What `open` found.
+    public enum Opened: Sendable {
+        /// The content is complete on disk: read it, nothing to write.
+        case complete
+        /// The content is partial (perhaps new, with no chunk verified): write its missing chunks.
+        case partial(PartialContent)
+    }
+
+    /// Opens the content named `root` with `layout`, creating its partial file (sized to the
+    /// whole content, its blocks reserved where the file system can) and journal if nothing is
+    /// held. A partial content already held is resumed from its journal (`recovery` on the
+    /// result says what opening found); one already open in this store is returned as is.
+    ///
+    /// Throws `.conflictingLayout` if the root is held with another layout, `.diskFull` if the
+    /// partial file does not fit (nothing is then left behind).
+    public func open(_ root: Root, layout: Layout) throws -> Opened {
+        try openPartials.handles.withLock { handles in
+            if let handle = handles[root] {
+                guard handle.layout == layout else { throw conflicting(root, held: handle.layout, asked: layout) }
+                return .partial(handle)
+            }
+            let paths = Paths(directory: directory.path, root: root)
+            if let file = try ContentFile.openForReading(paths.complete) {
+                let size = try file.size()
+                guard size == Int(layout.totalSize) else {
+                    throw ContentStoreError(
+                        .conflictingLayout, "Content \(root) is held complete with \(size) bytes, not the \(layout.totalSize) asked for.")
+                }
+                // A crash after the rename that completed it may have left its journal.
+                let leftovers = try [paths.partial, paths.journal].filter { try ContentFile.remove($0) }
+                if !leftovers.isEmpty { try ContentFile.syncDirectory(paths.directory) }
+                return .complete
+            }
+            let handle = try PartialContent(
+                root: root, layout: layout, paths: paths, batchByteLimit: batchByteLimit,
+                onClose: { [weak openPartials] handle in openPartials?.forget(handle) })
+            handles[root] = handle
+            return .partial(handle)
+        }
+    }
+
+    // MARK: - Reading
+
+    /// The bytes of chunks `chunks` of the content named `root`, concatenated (the last chunk
+    /// may be shorter), from the complete file or, for content still arriving, if every one of
+    /// them is verified (`.chunkMissing` if not). At most `maxReadByteCount` bytes.
+    public func read(_ root: Root, layout: Layout, chunks: Range<Int>) throws -> [UInt8] {
+        let byteCount = try layout.checkRead(chunks, of: root)
+        if let handle = openPartials.handles.withLock({ $0[root] }) {
+            guard handle.layout == layout else { throw conflicting(root, held: handle.layout, asked: layout) }
+            do {
+                return try handle.read(chunks: chunks)
+            } catch let error as ContentStoreError where error.code == .closed {
+                // Completed or closed meanwhile: read what is on disk now.
+            }
+        }
+        let paths = Paths(directory: directory.path, root: root)
+        if let file = try ContentFile.openForReading(paths.complete) {
+            let size = try file.size()
+            guard size == Int(layout.totalSize) else {
+                throw ContentStoreError(
+                    .conflictingLayout, "Content \(root) is held complete with \(size) bytes, not the \(layout.totalSize) asked for.")
+            }
+            return try file.read(count: byteCount, at: layout.offset(ofChunk: chunks.lowerBound))
+        }
+        guard ContentFile.exists(paths.journal) else {
+            throw ContentStoreError(.notHeld, "Content \(root) is not held.")
+        }
+        switch try open(root, layout: layout) {
+        case .complete: return try read(root, layout: layout, chunks: chunks)
+        case .partial(let handle): return try handle.read(chunks: chunks)
+        }
+    }
+
+    // MARK: - What is held
+
+    /// How much of a content the store holds.
+    public enum Holding: Sendable, Hashable {
+        case absent
+        /// Some chunks, perhaps none, in a partial file and its journal (or one of them).
+        case partial
+        case complete
+    }
+
+    /// How much of the content named `root` the store holds.
+    public func holding(_ root: Root) -> Holding {
+        let paths = Paths(directory: directory.path, root: root)
+        if ContentFile.exists(paths.complete) { return .complete }
+        if openPartials.handles.withLock({ $0[root] }) != nil || ContentFile.exists(paths.journal) || ContentFile.exists(paths.partial) {
+            return .partial
+        }
+        return .absent
+    }
+
+    /// Every content held, complete or partial (for retention, and to resume transfers). A
+    /// partial file without its journal (a crash while it was created) counts as partial, so
+    /// that retention finds it.
+    public func roots() throws -> [Root: Holding] {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        } catch {
+            throw ContentStoreError(.fileSystem, "Cannot list \(directory.path): \(error.localizedDescription)")
+        }
+        var held: [Root: Holding] = [:]
+        for name in names {
+            let parts = name.split(separator: ".", maxSplits: 1)
+            guard let root = parts.first.flatMap({ Root(hex: $0) }) else { continue }
+            switch parts.count == 2 ? parts[1] : nil {
+            case nil: held[root] = .complete
+            case "journal" where held[root] != .complete, "partial" where held[root] != .complete: held[root] = .partial
+            default: continue
+            }
+        }
+        return held
+    }
+
+    // MARK: - Removing
+
+    /// Removes the content named `root`, complete or partial (closing its `PartialContent`
+    /// without flushing: whoever still holds it gets `.closed`). False if nothing was held.
+    @discardableResult
+    public func remove(_ root: Root) throws -> Bool {
+        try openPartials.handles.withLock { handles in
+            let handle = handles.removeValue(forKey: root)
+            handle?.discard()
+            let paths = Paths(directory: directory.path, root: root)
+            var removed = handle != nil
+            for path in [paths.complete, paths.journal, paths.partial] where try ContentFile.remove(path) {
+                removed = true
+            }
+            if removed { try ContentFile.syncDirectory(paths.directory) }
+            return removed
+        }
+    }
+
+    /// Flushes and closes every open `PartialContent` (when the node stops). Every one is
+    /// closed even if some fail; the first failure is thrown.
+    public func closeAll() throws {
+        let handles = openPartials.handles.withLock { handles in
+            defer { handles = [:] }
+            return Array(handles.values)
+        }
+        var failure: (any Error)?
+        for handle in handles {
+            do { try handle.close() } catch { failure = failure ?? error }
+        }
+        if let failure { throw failure }
+    }
+
+    private func conflicting(_ root: Root, held: Layout, asked: Layout) -> ContentStoreError {
+        ContentStoreError(.conflictingLayout, "Content \(root) is held as \(held), not \(asked).")
+    }
+}
+
+// MARK: - Names
+
+extension ContentStore {
+    /// The names of one content's files (SPEC.md §11.2).
+    struct Paths: Sendable {
+        let directory: String
+        /// `content/<root hex>`: the complete content.
+        let complete: String
+        /// `content/<root hex>.partial`: the content arriving, sized to the whole.
+        let partial: String
+        /// `content/<root hex>.journal`: the chunks of the partial file that are verified.
+        let journal: String
+
+        init(directory: String, root: Root) {
+            self.directory = directory
+            complete = directory + "/" + root.hex
+            partial = complete + ".partial"
+            journal = complete + ".journal"
+        }
+    }
+
+    /// The open partial contents, by root: one `PartialContent` a root.
+    final class OpenPartials: Sendable {
+        let handles = Mutex<[Root: PartialContent]>([:])
+
+        /// Drops `handle` once it closed or completed (not a newer one of the same root).
+        func forget(_ handle: PartialContent) {
+            handles.withLock { if $0[handle.root] === handle { $0[handle.root] = nil } }
+        }
+    }
+}

@@ -161,7 +161,7 @@ public final class ClientControlHandler: ControlHandler {
         let page = try await call { () async throws(WeftError) in
             try await client.messages(MessageQuery(predicates, sort: [MessageSort(.position)], limit: limit, offset: offset))
         }
-        return (total, page.map(MessageRecord.init))
+        return (total, page.map { MessageRecord($0, localUser: client.localUser) })
     }
 
     public func markRead(_ message: OperationID) async throws(ControlFailure) {
@@ -196,7 +196,7 @@ public final class ClientControlHandler: ControlHandler {
             try Task.checkCancellation()
             if batch.missedBatches > 0 { try await emit(.missed(UInt32(clamping: batch.missedBatches))) }
             for change in ObjectChanges(batch, localUser: localUser) {
-                for event in ControlEvent.events(for: change, messages: messages) { try await emit(event) }
+                for event in ControlEvent.events(for: change, messages: messages, localUser: localUser) { try await emit(event) }
             }
             for delivery in DeliveryEvent.events(in: batch, localUser: localUser) {
                 for event in ControlEvent.events(for: delivery, recipients: batch) { try await emit(event) }

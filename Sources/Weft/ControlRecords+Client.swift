@@ -17,14 +17,21 @@ extension ConversationRecord {
 }
 
 extension MessageRecord {
-    init(_ message: Message) {
+    /// `content`: where each rich-content part's transfer stands on this node, by root; a
+    /// part it does not know is ready to download (or, the local user's, awaiting upload).
+    init(_ message: Message, localUser: UserID? = nil, content: [ContentRoot: ContentState] = [:]) {
         self.init(
             id: message.id, conversation: message.conversation, sender: message.sender, sentAt: message.sentAt,
             position: UInt32(clamping: message.position), isSent: message.isSent, isUnread: message.isUnread,
             parts: message.parts.map { part in
                 Part(
-                    mimeType: part.mimeType, size: UInt32(clamping: part.byteCount),
-                    inlineData: part.data.count <= ControlConstants.maxInlinePartByteCount ? part.data : [])
+                    mimeType: part.mimeType, size: part.byteCount,
+                    inlineData: part.content == nil && part.data.count <= ControlConstants.maxInlinePartByteCount ? part.data : [],
+                    content: part.content.map { descriptor in
+                        content[descriptor.root] ?? ContentState(
+                            root: descriptor.root.bytes, status: message.sender == localUser ? .awaitingUpload : .readyForDownload,
+                            verifiedBytes: message.sender == localUser ? descriptor.byteCount : 0)
+                    })
             },
             recipients: message.recipientStatus.map {
                 Recipient(user: $0.key, status: DeliveryStatus($0.value), reason: message.failureReason(for: $0.key) ?? "")
@@ -81,7 +88,7 @@ extension ControlFailure {
 extension ControlEvent {
     /// The event one client change makes (delivery events come from `DeliveryEvent`).
     /// With `messages`, a created message's record follows its creation event.
-    static func events(for change: ObjectChange, messages: Bool) -> [ControlEvent] {
+    static func events(for change: ObjectChange, messages: Bool, localUser: UserID? = nil) -> [ControlEvent] {
         let kind = ChangeKind(change.kind)
         let property = change.property?.name ?? ""
         switch change.object {
@@ -94,7 +101,7 @@ extension ControlEvent {
         case .message(let message):
             let event = ControlEvent.message(kind, message.id, conversation: message.conversation, property: property)
             guard messages, kind == .create else { return [event] }
-            return [event, .newMessage(MessageRecord(message))]
+            return [event, .newMessage(MessageRecord(message, localUser: localUser))]
         }
     }
 

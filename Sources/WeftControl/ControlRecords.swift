@@ -118,14 +118,33 @@ public enum DeliveryStatus: UInt8, Hashable, Sendable, CaseIterable, CustomStrin
 public struct MessageRecord: Hashable, Sendable {
     public struct Part: Hashable, Sendable {
         public var mimeType: String
-        public var size: UInt32
+        public var size: UInt64
         /// The data when `size` is at most `ControlConstants.maxInlinePartByteCount`, else empty.
         public var inlineData: [UInt8]
+        /// For rich content (SPEC.md §17): where its transfer stands on this node.
+        public var content: ContentState?
 
-        public init(mimeType: String, size: UInt32, inlineData: [UInt8]) {
+        public init(mimeType: String, size: UInt64, inlineData: [UInt8], content: ContentState? = nil) {
             self.mimeType = mimeType
             self.size = size
             self.inlineData = inlineData
+            self.content = content
+        }
+    }
+
+    /// A rich-content part's transfer on this node: the content's root, its status, how many
+    /// of its bytes are verified here, and why, when paused or failed.
+    public struct ContentState: Hashable, Sendable {
+        public var root: [UInt8]
+        public var status: ContentStatus
+        public var verifiedBytes: UInt64
+        public var reason: String
+
+        public init(root: [UInt8], status: ContentStatus, verifiedBytes: UInt64, reason: String = "") {
+            self.root = root
+            self.status = status
+            self.verifiedBytes = verifiedBytes
+            self.reason = reason
         }
     }
 
@@ -181,6 +200,13 @@ public struct MessageRecord: Hashable, Sendable {
             $0.writeControlText($1.mimeType)
             $0.writeInteger($1.size)
             $0.writeBlob($1.inlineData)
+            $0.writeBool($1.content != nil)
+            if let content = $1.content {
+                $0.writeBytes(content.root)
+                $0.writeInteger(content.status.rawValue)
+                $0.writeInteger(content.verifiedBytes)
+                $0.writeControlText(content.reason, limit: ControlConstants.maxErrorTextByteCount)
+            }
         }
         buffer.writeList(recipients.sorted { $0.user < $1.user }) {
             $0.writeBytes($1.user.bytes)
@@ -198,10 +224,18 @@ public struct MessageRecord: Hashable, Sendable {
         let flags = try buffer.readFlags("message flags", allowed: sentFlag | unreadFlag)
         let parts = try buffer.readList("parts") { (b: inout ByteBuffer) throws(ControlFailure) -> Part in
             let mimeType = try b.readControlText("MIME type")
-            let size = try b.readU32("part size")
+            let size = try b.readU64("part size")
             let data = try b.readBlob("inline data", limit: ControlConstants.maxInlinePartByteCount)
-            guard data.isEmpty || data.count == Int(size) else { throw .malformed("inline data of \(data.count) bytes for a part of \(size)") }
-            return Part(mimeType: mimeType, size: size, inlineData: data)
+            guard data.isEmpty || UInt64(data.count) == size else { throw .malformed("inline data of \(data.count) bytes for a part of \(size)") }
+            guard try b.readBool("content present") else { return Part(mimeType: mimeType, size: size, inlineData: data) }
+            guard data.isEmpty else { throw .malformed("a rich-content part with inline data") }
+            guard let root = b.readBytes(length: 32) else { throw .malformed("a content root cut short") }
+            let status = try ContentStatus(reading: &b)
+            let verified = try b.readU64("verified bytes")
+            guard verified <= size else { throw .malformed("\(verified) verified bytes of a part of \(size)") }
+            let reason = try b.readControlText("content reason", limit: ControlConstants.maxErrorTextByteCount)
+            return Part(mimeType: mimeType, size: size, inlineData: data,
+                content: ContentState(root: root, status: status, verifiedBytes: verified, reason: reason))
         }
         let recipients = try buffer.readList("recipients") { (b: inout ByteBuffer) throws(ControlFailure) -> Recipient in
             Recipient(user: try b.readUser("recipient"), status: try DeliveryStatus(reading: &b, "status"),
@@ -222,5 +256,30 @@ extension ByteBuffer {
 
     mutating func readOptionalU64(_ what: String) throws(ControlFailure) -> UInt64? {
         try readBool("\(what) present") ? try readU64(what) : nil
+    }
+}
+
+/// Where a rich-content part's transfer stands on a node (SPEC.md §15.5), as the SDK names it:
+/// the sender's content waits for a peer to fetch it, then goes up; a recipient's is ready,
+/// then comes down, until complete; either may pause (with why) or fail.
+public enum ContentStatus: UInt8, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+    case awaitingUpload = 1, uploading, readyForDownload, downloading, complete, paused, failed
+
+    init(reading buffer: inout ByteBuffer) throws(ControlFailure) {
+        let raw = try buffer.readU8("content status")
+        guard let status = ContentStatus(rawValue: raw) else { throw .malformed("content status \(raw) is not assigned") }
+        self = status
+    }
+
+    public var description: String {
+        switch self {
+        case .awaitingUpload: "awaitingUpload"
+        case .uploading: "uploading"
+        case .readyForDownload: "readyForDownload"
+        case .downloading: "downloading"
+        case .complete: "complete"
+        case .paused: "paused"
+        case .failed: "failed"
+        }
     }
 }

@@ -50,6 +50,12 @@ extension MessageRecord {
             "parts": parts.map { part -> [String: Any] in
                 var object: [String: Any] = ["mimeType": part.mimeType, "size": part.size, "text": part.text ?? NSNull()]
                 object["data"] = part.inlineData.isEmpty && part.size > 0 ? NSNull() : Data(part.inlineData).base64EncodedString()
+                object["content"] = part.content.map { content -> [String: Any] in
+                    [
+                        "root": content.root.map { String(format: "%02x", $0) }.joined(), "status": "\(content.status)",
+                        "verifiedBytes": content.verifiedBytes, "reason": nonEmpty(content.reason),
+                    ]
+                } ?? NSNull()
                 return object
             },
             "recipients": recipients.map { ["user": "\($0.user)", "status": "\($0.status)", "reason": nonEmpty($0.reason)] },
@@ -61,7 +67,8 @@ extension MessageRecord {
     /// The message as a chat shows it: time, conversation, sender and its text; a part that
     /// is not inline text by its type and size.
     func line(_ people: People) -> String {
-        let content = parts.map { part in part.text ?? "[\(part.mimeType), \(part.size) bytes]" }.joined(separator: " ")
+        let content = parts.map { part in part.text ?? "[\(part.mimeType), \(part.size) bytes\(part.content.map { ", \($0.status)" } ?? "")]" }
+            .joined(separator: " ")
         return "\(timeText(milliseconds: sentAt.milliseconds))  \(conversation.hex)  \(people.name(sender)): \(content)"
     }
 }

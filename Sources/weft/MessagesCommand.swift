@@ -57,7 +57,11 @@ struct MessagesCommand: AsyncCommand {
                 + "\(message.isSent ? "sent" : "not sent yet")\(message.isUnread ? "  unread" : "")")
             for (index, part) in message.parts.enumerated() {
                 let content = part.text.map { ": \"\($0)\"" } ?? ""
-                say("  part \(index + 1): \(part.mimeType), \(part.size) bytes\(content)")
+                let transfer = part.content.map { state in
+                    ", \(state.status)" + (state.status == .downloading ? " \(state.verifiedBytes * 100 / max(part.size, 1)) %" : "")
+                        + (state.reason.isEmpty ? "" : " (\(state.reason))")
+                } ?? ""
+                say("  part \(index + 1): \(part.mimeType), \(part.size) bytes\(transfer)\(content)")
             }
             for recipient in message.recipients {
                 say("  \(people.name(recipient.user)): \(recipient.status)"

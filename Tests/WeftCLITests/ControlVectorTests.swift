@@ -96,8 +96,13 @@ private func messageRecord(_ f: [String: Any]) -> MessageRecord {
         id: message(f["message"]), conversation: conversation(f["conversation"]), sender: user(f["sender"]),
         sentAt: HLCTimestamp(rawValue: u64(f["sentAt"])), position: u32(f["position"]), isSent: f["isSent"] as! Bool,
         isUnread: f["isUnread"] as! Bool,
-        parts: (f["parts"] as! [[String: Any]]).map {
-            .init(mimeType: $0["mimeType"] as! String, size: u32($0["size"]), inlineData: bytes($0["inlineHex"]))
+        parts: (f["parts"] as! [[String: Any]]).map { part in
+            let content = (part["content"] as? [String: Any]).map { c in
+                MessageRecord.ContentState(
+                    root: bytes(c["root"]), status: ContentStatus.allCases.first { "\($0)" == c["status"] as! String }!,
+                    verifiedBytes: u64(c["verifiedBytes"]), reason: c["reason"] as! String)
+            }
+            return .init(mimeType: part["mimeType"] as! String, size: u64(part["size"]), inlineData: bytes(part["inlineHex"]), content: content)
         },
         recipients: (f["recipients"] as! [[String: Any]]).map {
             .init(user: user($0["user"]), status: status($0["status"]), reason: $0["reason"] as! String)
@@ -197,6 +202,23 @@ struct ControlVectorTests {
             #expect(Array(expected.frame(requestID: id).encoded.readableBytesView) == bytes(entry["hex"]), "\(entry["description"]!)")
             let frame = try #require(try readFrame(entry["hex"] as! String))
             #expect(try ControlResponse(frame: frame) == expected, "\(entry["description"]!)")
+        }
+    }
+
+    @Test("a rich-content part with an unassigned status, more verified bytes than its size, or inline data does not parse")
+    func invalidContentParts() throws {
+        let entry = try #require(vectors.entries("responses").first { ($0["response"] as! [String: Any])["type"] as! String == "MESSAGES RESULT" })
+        let good = entry["hex"] as! String
+        let root = "db2fae66d8154655a89b4ea5b56f28ab1f398a5e15aab6c744d294e7b19dcd9c"
+        let rootAt = try #require(good.range(of: root)).upperBound
+        let status = good.index(rootAt, offsetBy: 2)
+        let verifiedEnd = good.index(status, offsetBy: 16)
+        let badStatus = good.replacingCharacters(in: rootAt..<status, with: "08")
+        let tooMany = good.replacingCharacters(in: status..<verifiedEnd, with: String(format: "%016llx", 70_001))
+        _ = try ControlResponse(frame: #require(try readFrame(good)))  // the unchanged frame parses
+        for (what, hex) in [("status 8", badStatus), ("70,001 of 70,000 bytes verified", tooMany)] {
+            let frame = try #require(try readFrame(hex))
+            #expect(throws: ControlFailure.self, "\(what)") { try ControlResponse(frame: frame) }
         }
     }
 

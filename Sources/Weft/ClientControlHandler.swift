@@ -140,6 +140,20 @@ public final class ClientControlHandler: ControlHandler {
         return message.id
     }
 
+    public func sendFiles(_ parts: [ControlRequest.FilePart], in conversation: ConversationID) async throws(ControlFailure) -> OperationID {
+        let message = try await call { () async throws(WeftError) in
+            var messageParts: [MessagePart] = []
+            for part in parts {
+                switch part.source {
+                case .data(let data): messageParts.append(MessagePart(mimeType: part.mimeType, data: data))
+                case .file(let path): messageParts.append(try await client.part(fromFile: URL(fileURLWithPath: path), mimeType: part.mimeType))
+                }
+            }
+            return try await client.send(messageParts, in: conversation)
+        }
+        return message.id
+    }
+
     public func sendBatch(_ messages: [ControlRequest.Outgoing]) async -> [ControlResponse.SendOutcome] {
         let outgoing = messages.map { message in
             WeftClient.OutgoingMessage(message.parts.map { MessagePart(mimeType: $0.mimeType, data: $0.data) }, in: message.conversation)

@@ -20,10 +20,22 @@ public actor WeftClient {
     nonisolated package var store: Store { localAuthor.store }
     nonisolated public var localUser: UserID { localAuthor.localUser }
     private let timeToLive: Duration
+    /// Parts larger than this many bytes travel as rich content (SPEC.md §17), when the
+    /// client has a `contentImporter`: the SDK's 2 KB.
+    public private(set) var richContentThreshold = 2048
+    /// Where rich content goes (a node's content service); nil: every part stays inline, up to
+    /// the operation limit.
+    public private(set) var contentImporter: (any ContentImporter)?
 
     public init(localAuthor: LocalAuthor, timeToLive: Duration = WeftClient.defaultTimeToLive) {
         self.localAuthor = localAuthor
         self.timeToLive = timeToLive
+    }
+
+    /// Sends parts over `threshold` bytes as rich content through `importer`.
+    public func useRichContent(_ importer: any ContentImporter, threshold: Int = 2048) {
+        contentImporter = importer
+        richContentThreshold = max(0, threshold)
     }
 
     /// A client over `store` for `identity`, which must be the store's local user.
@@ -85,6 +97,7 @@ public actor WeftClient {
     public func send(
         _ parts: [MessagePart], options: MessageOptions = MessageOptions(), in conversation: ConversationID
     ) async throws(WeftError) -> Message {
+        let parts = try await withRichContent(parts)
         let canonical = try await postingLog(parts, options: options, in: conversation)
         let posted = try await storeWrite { try await localAuthor.postShowing(parts, options: options, in: canonical, timeToLive: timeToLiveMilliseconds) }
         return try await sentMessage(posted)
@@ -112,8 +125,9 @@ public actor WeftClient {
         var postings: [(index: Int, posting: LocalAuthor.Posting)] = []
         for (index, message) in messages.enumerated() {
             do throws(WeftError) {
-                let canonical = try await postingLog(message.parts, options: message.options, in: message.conversation)
-                postings.append((index, LocalAuthor.Posting(message.parts, options: message.options, in: canonical, timeToLive: timeToLiveMilliseconds)))
+                let parts = try await withRichContent(message.parts)
+                let canonical = try await postingLog(parts, options: message.options, in: message.conversation)
+                postings.append((index, LocalAuthor.Posting(parts, options: message.options, in: canonical, timeToLive: timeToLiveMilliseconds)))
             } catch {
                 results[index] = .failure(error)
             }

@@ -12,6 +12,8 @@ public enum ControlConstants {
     public static let maxErrorTextByteCount = 1024
     /// The longest display name or address text.
     public static let maxShortTextByteCount = 255
+    /// A file path in SEND FILES: Linux's PATH_MAX.
+    public static let maxPathByteCount = 4096
     /// Part data a MESSAGES page carries inline: a part of at most this many bytes comes with
     /// its data, a larger one with its size only (rich content moves on its own).
     public static let maxInlinePartByteCount = 2048

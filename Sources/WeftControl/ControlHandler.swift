@@ -21,6 +21,8 @@ public protocol ControlHandler: Sendable {
     /// Each message as `send` would send it, in order, a refusal of one leaving the others;
     /// what became of each, in order.
     func sendBatch(_ messages: [ControlRequest.Outgoing]) async -> [ControlResponse.SendOutcome]
+    /// Sends a message whose file parts the node reads itself; large ones become rich content.
+    func sendFiles(_ parts: [ControlRequest.FilePart], in conversation: ConversationID) async throws(ControlFailure) -> OperationID
     /// The conversation's message count, and up to `limit` messages from position `offset`.
     func messages(in conversation: ConversationID, offset: Int, limit: Int) async throws(ControlFailure) -> (total: Int, [MessageRecord])
     func markRead(_ message: OperationID) async throws(ControlFailure)
@@ -81,6 +83,7 @@ extension ControlHandler {
         case .conversation(let id): return .conversation(try await conversation(id))
         case .send(let parts, let conversation): return .sent(try await send(parts, in: conversation))
         case .sendBatch(let messages): return .sentBatch(await sendBatch(messages))
+        case .sendFiles(let parts, let conversation): return .sent(try await sendFiles(parts, in: conversation))
         case .messages(let conversation, let offset):
             let (total, records) = try await messages(in: conversation, offset: Int(offset), limit: Self.pageLimit)
             return .messages(total: UInt32(clamping: total), try Self.fitting(records) { $0.write(into: &$1) })

@@ -19,6 +19,9 @@ public enum ControlRequest: Hashable, Sendable {
     case send([Part], in: ConversationID)
     /// Up to `ControlConstants.maxBatchCount` messages, each sent as SEND would send it.
     case sendBatch([Outgoing])
+    /// A message whose parts are data or files the node reads itself (a client on the same
+    /// machine): a large file becomes rich content without passing through the socket.
+    case sendFiles([FilePart], in: ConversationID)
     /// A page of the conversation's messages from position `offset`.
     case messages(ConversationID, offset: UInt32)
     case markRead(OperationID)
@@ -66,6 +69,23 @@ public enum ControlRequest: Hashable, Sendable {
         }
     }
 
+    /// A part of SEND FILES: data in the request, or the path of a file the node reads.
+    public struct FilePart: Hashable, Sendable {
+        public enum Source: Hashable, Sendable {
+            case data([UInt8])
+            /// An absolute path on the node's machine.
+            case file(String)
+        }
+
+        public var mimeType: String
+        public var source: Source
+
+        public init(mimeType: String, source: Source) {
+            self.mimeType = mimeType
+            self.source = source
+        }
+    }
+
     /// One message of a SEND BATCH: its conversation and parts.
     public struct Outgoing: Hashable, Sendable {
         public var conversation: ConversationID
@@ -82,7 +102,7 @@ public enum ControlRequest: Hashable, Sendable {
         case ping = 0x01, status = 0x02, peers = 0x03, users = 0x04, statistics = 0x05
         case createConversation = 0x10, addParticipants = 0x11, removeParticipants = 0x12, leave = 0x13
         case conversations = 0x14, conversation = 0x15
-        case send = 0x20, messages = 0x21, markRead = 0x22, markAllRead = 0x23, sendBatch = 0x24
+        case send = 0x20, messages = 0x21, markRead = 0x22, markAllRead = 0x23, sendBatch = 0x24, sendFiles = 0x25
         case wait = 0x30, watch = 0x31
         case connect = 0x40, cut = 0x41, heal = 0x42, disconnect = 0x43
     }
@@ -101,6 +121,7 @@ public enum ControlRequest: Hashable, Sendable {
         case .conversation: .conversation
         case .send: .send
         case .sendBatch: .sendBatch
+        case .sendFiles: .sendFiles
         case .messages: .messages
         case .markRead: .markRead
         case .markAllRead: .markAllRead
@@ -149,6 +170,19 @@ public enum ControlRequest: Hashable, Sendable {
             Self.write(parts, in: conversation, into: &body)
         case .sendBatch(let messages):
             body.writeList(messages) { Self.write($1.parts, in: $1.conversation, into: &$0) }
+        case .sendFiles(let parts, let conversation):
+            body.writeBytes(conversation.bytes)
+            body.writeList(parts) {
+                $0.writeControlText($1.mimeType)
+                switch $1.source {
+                case .data(let data):
+                    $0.writeInteger(UInt8(0))
+                    $0.writeBlob(data)
+                case .file(let path):
+                    $0.writeInteger(UInt8(1))
+                    $0.writeControlText(path, limit: ControlConstants.maxPathByteCount)
+                }
+            }
         case .messages(let conversation, let offset):
             body.writeBytes(conversation.bytes)
             body.writeInteger(offset)
@@ -234,6 +268,21 @@ public enum ControlRequest: Hashable, Sendable {
                 throw .malformed("a SEND BATCH holds 1 to \(ControlConstants.maxBatchCount) messages, not \(messages.count)")
             }
             self = .sendBatch(messages)
+        case .sendFiles:
+            let conversation = try body.readConversation("conversation")
+            let parts = try body.readList("parts") { (b: inout ByteBuffer) throws(ControlFailure) -> FilePart in
+                let mimeType = try b.readControlText("MIME type")
+                switch try b.readU8("part source") {
+                case 0: return FilePart(mimeType: mimeType, source: .data(try b.readBlob("part data", limit: ControlConstants.maxFrameByteCount)))
+                case 1:
+                    let path = try b.readControlText("file path", limit: ControlConstants.maxPathByteCount)
+                    guard path.hasPrefix("/") else { throw .malformed("the file path \"\(path)\" is not absolute") }
+                    return FilePart(mimeType: mimeType, source: .file(path))
+                case let other: throw .malformed("part source \(other) is neither data (0) nor a file (1)")
+                }
+            }
+            guard !parts.isEmpty else { throw .malformed("a SEND FILES has no parts") }
+            self = .sendFiles(parts, in: conversation)
         case .messages:
             let conversation = try body.readConversation("conversation")
             self = .messages(conversation, offset: try body.readU32("offset"))

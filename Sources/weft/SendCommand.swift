@@ -27,24 +27,32 @@ struct SendCommand: AsyncCommand {
 
     func execute() async throws {
         let id = try parseConversation(conversation)
-        var parts: [ControlRequest.Part] = []
+        var parts: [ControlRequest.FilePart] = []
         for argument in text {
             guard argument == "-" else {
-                parts.append(ControlRequest.Part(mimeType: "text/plain", data: Array(argument.utf8)))
+                parts.append(ControlRequest.FilePart(mimeType: "text/plain", source: .data(Array(argument.utf8))))
                 continue
             }
             var bytes = try Self.standardInput()
             if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
             guard String(validating: bytes, as: UTF8.self) != nil else { throw CLIError("The text read from standard input is not UTF-8.") }
-            parts.append(ControlRequest.Part(mimeType: "text/plain", data: bytes))
+            parts.append(ControlRequest.FilePart(mimeType: "text/plain", source: .data(bytes)))
         }
         for argument in file { parts.append(try filePart(argument)) }
-        let total = parts.reduce(0) { $0 + $1.data.count }
+        // Files go by path: the node reads them itself, and a large one travels as rich
+        // content (SPEC.md §17) instead of through the control socket.
+        let total = parts.reduce(0) { total, part in if case .data(let data) = part.source { total + data.count } else { total } }
         guard total <= WeftModel.Operation.maxByteCount else {
             throw CLIError("The message's parts hold \(total) bytes; one message holds at most \(WeftModel.Operation.maxByteCount) bytes.")
         }
+        let request: ControlRequest = parts.contains { if case .file = $0.source { true } else { false } }
+            ? .sendFiles(parts, in: id)
+            : .send(parts.map { part in
+                guard case .data(let data) = part.source else { return ControlRequest.Part(mimeType: part.mimeType, data: []) }
+                return ControlRequest.Part(mimeType: part.mimeType, data: data)
+            }, in: id)
         let message = try await options.withNode { node in
-            guard case .sent(let message) = try await node.request(.send(parts, in: id)) else {
+            guard case .sent(let message) = try await node.request(request) else {
                 throw ControlClientError.unexpectedResponse("SEND")
             }
             return message
@@ -54,7 +62,7 @@ struct SendCommand: AsyncCommand {
 
     /// `PATH` or `PATH:MIME` (the MIME type after the last colon, when it holds a slash); a
     /// path of `-` is standard input.
-    private func filePart(_ argument: String) throws -> ControlRequest.Part {
+    private func filePart(_ argument: String) throws -> ControlRequest.FilePart {
         var path = argument
         var mimeType: String?
         let files = FileManager.default
@@ -70,16 +78,17 @@ struct SendCommand: AsyncCommand {
         }
         let type = mimeType ?? (path == "-" ? "application/octet-stream" : Self.guessMIMEType(path))
         guard MessagePart.isValidMIMEType(type) else { throw CLIError("The MIME type \"\(type)\" is not of the form type/subtype.") }
-        if path == "-" { return ControlRequest.Part(mimeType: type, data: try Self.standardInput()) }
+        if path == "-" { return ControlRequest.FilePart(mimeType: type, source: .data(try Self.standardInput())) }
         var isDirectory: ObjCBool = false
         if files.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw CLIError("\(path) is a directory: --file takes a file.")
         }
-        guard let data = files.contents(atPath: path) else {
+        guard files.isReadableFile(atPath: path) else {
             let reason = FileManager.default.fileExists(atPath: path) ? "it cannot be read" : "there is no such file"
             throw CLIError("Cannot read \(path): \(reason).")
         }
-        return ControlRequest.Part(mimeType: type, data: [UInt8](data))
+        let absolute = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: files.currentDirectoryPath)).standardizedFileURL.path
+        return ControlRequest.FilePart(mimeType: type, source: .file(absolute))
     }
 
     /// Everything on standard input, up to the size one message holds (and one byte more, to

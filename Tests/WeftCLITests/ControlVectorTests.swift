@@ -67,6 +67,12 @@ func request(from fields: [String: Any]) -> ControlRequest {
         .send(parts(fields["parts"]), in: conversation(fields["conversation"]))
     case "SEND BATCH":
         .sendBatch((fields["messages"] as! [[String: Any]]).map { .init(parts($0["parts"]), in: conversation($0["conversation"])) })
+    case "SEND FILES":
+        .sendFiles((fields["parts"] as! [[String: Any]]).map { part in
+            ControlRequest.FilePart(
+                mimeType: part["mimeType"] as! String,
+                source: (part["path"] as? String).map { .file($0) } ?? .data(bytes(part["dataHex"])))
+        }, in: conversation(fields["conversation"]))
     case "MESSAGES": .messages(conversation(fields["conversation"]), offset: u32(fields["offset"]))
     case "MARK READ": .markRead(message(fields["message"]))
     case "MARK ALL READ": .markAllRead(conversation(fields["conversation"]))

@@ -236,6 +236,15 @@ public actor WeftClient {
         return snapshots.map { Message($0, localUser: localUser, unsent: unsent.contains($0.id)) }
     }
 
+    /// The bytes of part `index` of `message`: a queried message carries the bytes of parts of
+    /// at most 2048 bytes; larger inline parts are read from the log only when asked for here.
+    public func data(ofPart index: Int, in message: OperationID) async throws(WeftError) -> [UInt8] {
+        guard let data = try await storeRead({ try await store.fetchPartData(of: message, index: index) }) else {
+            throw .unknownMessage("\(message.hex) part \(index)")
+        }
+        return data
+    }
+
     public func count(_ query: ConversationQuery) async throws(WeftError) -> Int { try await storeRead { try await store.fetchCount(query) } }
     public func count(_ query: MessageQuery) async throws(WeftError) -> Int { try await storeRead { try await store.fetchCount(query) } }
 

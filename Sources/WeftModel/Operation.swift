@@ -11,6 +11,10 @@ public struct MessagePart: Hashable, Sendable {
     public var data: [UInt8]
     /// The content's descriptor (size, chunk size, hash-tree root) for rich content.
     public var content: ContentDescriptor?
+    /// Set by a store query for an inline part larger than it loads with a page of messages:
+    /// the part's size, its bytes left in the operation log (`data` is then empty; read them
+    /// on demand). Nil for a part as it travels.
+    public var unloadedByteCount: Int?
 
     public init(mimeType: String, data: [UInt8]) {
         self.mimeType = mimeType
@@ -25,8 +29,23 @@ public struct MessagePart: Hashable, Sendable {
         self.content = descriptor
     }
 
-    /// The part's size in bytes: inline data's, or the content's.
-    public var byteCount: UInt64 { content?.byteCount ?? UInt64(data.count) }
+    /// The part's size in bytes: inline data's (loaded or not), or the content's.
+    public var byteCount: UInt64 { content?.byteCount ?? UInt64(unloadedByteCount ?? data.count) }
+
+    /// The part as a page of messages carries it: an inline part of more than `byteCount`
+    /// bytes without its bytes (`unloadedByteCount` says its size); others as they are.
+    public func loaded(upTo byteCount: Int) -> MessagePart {
+        guard content == nil, unloadedByteCount == nil, data.count > byteCount else { return self }
+        return MessagePart(mimeType: mimeType, unloadedByteCount: data.count)
+    }
+
+    /// An inline part of `byteCount` bytes whose data was not loaded.
+    public init(mimeType: String, unloadedByteCount byteCount: Int) {
+        self.mimeType = mimeType
+        self.data = []
+        self.content = nil
+        self.unloadedByteCount = byteCount
+    }
 
     /// Whether `mimeType` has the form `type/subtype`: two non-empty tokens of RFC 2045 token
     /// characters around one slash (parameters after `;` are allowed).

@@ -7,6 +7,11 @@ import WeftModel
 /// snapshots. After it, the tables equal what `Replica.conversation(_:)` and
 /// `Replica.messages(in:)` say.
 struct Materializer {
+    /// Inline parts up to this many bytes keep their bytes in the `part` table, and a page of
+    /// messages carries them (the control protocol's inline limit); larger ones are read from
+    /// the operation log on demand.
+    static let loadedPartByteCount = 2048
+
     typealias ConversationChange = ChangeSet.ConversationChange
     typealias MessageChange = ChangeSet.MessageChange
 
@@ -267,15 +272,17 @@ struct Materializer {
         // A new row number has no parts or receipts yet (deleting a message deletes them):
         // plain inserts, which SQLite runs without a statement journal.
         let part = try db.cachedStatement(sql: fresh
-            ? #"INSERT INTO part (message, "index", mimeType, data, content) VALUES (?, ?, ?, ?, ?)"#
-            : #"INSERT OR REPLACE INTO part (message, "index", mimeType, data, content) VALUES (?, ?, ?, ?, ?)"#)
+            ? #"INSERT INTO part (message, "index", mimeType, data, content, size) VALUES (?, ?, ?, ?, ?, ?)"#
+            : #"INSERT OR REPLACE INTO part (message, "index", mimeType, data, content, size) VALUES (?, ?, ?, ?, ?, ?)"#)
         for (index, messagePart) in snapshot.parts.enumerated() {
             try part.execute(db) { row in
                 row.bind(1, number)
                 row.bind(2, index)
                 row.bind(3, messagePart.mimeType)
-                row.bind(4, blob: messagePart.data)
+                // Larger bodies stay in the operation log only (v7).
+                row.bind(4, blob: messagePart.data.count <= Self.loadedPartByteCount ? messagePart.data : [])
                 if let content = messagePart.content { row.bind(5, blob: content.encoding) } else { row.bindNull(5) }
+                row.bind(6, Int64(clamping: messagePart.content == nil ? messagePart.byteCount : 0))
             }
         }
         try writeStatuses(of: snapshot, number: number, replacing: false, fresh: fresh)

@@ -41,7 +41,7 @@ extension MessageQueries {
         for chunk in numbers.chunked(500) {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
             for row in try Row.fetchAll(
-                db.cached("SELECT message, mimeType, data, content FROM part WHERE message IN (\(marks)) ORDER BY message, \"index\""),
+                db.cached("SELECT message, mimeType, data, content, size FROM part WHERE message IN (\(marks)) ORDER BY message, \"index\""),
                 arguments: StatementArguments(chunk))
             {
                 let mimeType = try row.text(1, "part.mimeType")
@@ -53,7 +53,11 @@ extension MessageQueries {
                         throw StoreError.damaged("part.content", "does not decode: \(error)")
                     }
                 } else {
-                    part = MessagePart(mimeType: mimeType, data: [UInt8](try row.blob(2, "part.data")))
+                    let data = try row.blob(2, "part.data")
+                    let size = Int(try row.integer(4, "part.size"))
+                    part = data.count == size
+                        ? MessagePart(mimeType: mimeType, data: [UInt8](data))
+                        : MessagePart(mimeType: mimeType, unloadedByteCount: size)
                 }
                 parts[try row.integer(0, "part.message"), default: []].append(part)
             }

@@ -17,6 +17,17 @@ struct MessageQueries: Sendable {
         try await database.read { db in try Self.message(id, in: db) }
     }
 
+    /// The bytes of part `index` of `message`, read from its operation in the log (a page of
+    /// messages leaves larger parts' bytes there); nil if there is no such message or part.
+    func fetchPartData(of message: OperationID, index: Int) async throws -> [UInt8]? {
+        try await database.read { db in
+            guard try Data.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM operation WHERE id = ?"), arguments: [Data(message.bytes)]) != nil
+            else { return nil }
+            let parts = try OperationLog.storedParts(of: message, in: db)
+            return parts.indices.contains(index) ? parts[index].data : nil
+        }
+    }
+
     /// `fetchMessage(_:)`, blocking the calling thread.
     func message(_ id: OperationID) throws -> MessageSnapshot? {
         try database.read { db in try Self.message(id, in: db) }

@@ -28,12 +28,13 @@ extension OperationLog {
                 guard includingUpdated || changes.messages[index].kind == .create else { continue }
                 parts[id] = try storedParts(of: id, in: db)
             }
-            changes.messages[index].snapshot?.parts = parts[id] ?? []
+            // As a page of messages carries them (v7): larger bodies stay in the log.
+            changes.messages[index].snapshot?.parts = (parts[id] ?? []).map { $0.loaded(upTo: Materializer.loadedPartByteCount) }
         }
     }
 
     /// A message's parts, from its operation in the log.
-    private static func storedParts(of id: OperationID, in db: Database) throws -> [MessagePart] {
+    static func storedParts(of id: OperationID, in db: Database) throws -> [MessagePart] {
         guard let wire = try Data.fetchOne(
             db.cachedStatement(sql: "SELECT wire FROM operation WHERE id = ?"), arguments: [Data(id.bytes)])
         else { throw StoreError(.damagedLog, "message \(id) is not in the operation log") }

@@ -208,7 +208,19 @@ enum Schema {
             try db.execute(sql: "ALTER TABLE part ADD COLUMN content BLOB")
         }
 
-        // Future migrations go here, after "v6: rich content parts".
+        // v7: each body stored once. The operation log holds every part's bytes; `part` keeps
+        // the bytes of parts of at most `Materializer.loadedPartByteCount` (what a page of
+        // messages carries) and the size of every part, so a larger part's bytes are read
+        // from the log only when asked for.
+        migrator.registerMigration("v7: part bodies once") { db in
+            try db.execute(sql: """
+                ALTER TABLE part ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
+                UPDATE part SET size = length(data) WHERE content IS NULL;
+                UPDATE part SET data = x'' WHERE content IS NULL AND length(data) > \(Materializer.loadedPartByteCount);
+                """)
+        }
+
+        // Future migrations go here, after "v7: part bodies once".
         return migrator
     }
 

@@ -49,6 +49,14 @@ extension Store {
     /// One message, by identifier, in its canonical conversation.
     public func fetchMessage(_ id: OperationID) async throws -> MessageSnapshot? { try await messageQueries.fetchMessage(id) }
 
+    /// The bytes of part `index` of `message`, from the operation log: a queried message
+    /// carries the bytes of parts of at most 2048 bytes only (`MessagePart.unloadedByteCount`
+    /// says the size of a larger one). A rich-content part has none here: empty. Nil if the
+    /// store holds no such message or part.
+    public func fetchPartData(of message: OperationID, index: Int) async throws -> [UInt8]? {
+        try await messageQueries.fetchPartData(of: message, index: index)
+    }
+
     /// `fetchMessage(_:)`, blocking the calling thread.
     public func message(_ id: OperationID) throws -> MessageSnapshot? { try messageQueries.message(id) }
 

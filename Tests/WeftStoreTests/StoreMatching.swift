@@ -64,11 +64,14 @@ func expectFields(_ row: MessageSnapshot?, _ expected: MessageSnapshot, sourceLo
     #expect(row.postedTo == expected.postedTo, "postedTo of \(id)", sourceLocation: sourceLocation)
     #expect(row.sender == expected.sender, "sender of \(id)", sourceLocation: sourceLocation)
     #expect(row.sentAt == expected.sentAt, "sentAt of \(id)", sourceLocation: sourceLocation)
-    #expect(row.parts == expected.parts, "parts of \(id)", sourceLocation: sourceLocation)
+    // The store's rows carry bodies of up to 2048 bytes; larger ones stay in the log (v7).
+    #expect(row.parts == expected.parts.map { $0.loaded(upTo: 2048) }, "parts of \(id)", sourceLocation: sourceLocation)
     #expect(row.options == expected.options, "options of \(id)", sourceLocation: sourceLocation)
     #expect(row.position == expected.position, "position of \(id)", sourceLocation: sourceLocation)
     #expect(row.recipientStatus == expected.recipientStatus, "recipientStatus of \(id)", sourceLocation: sourceLocation)
-    #expect(row == expected, "message \(id)", sourceLocation: sourceLocation)
+    var asStored = expected
+    asStored.parts = expected.parts.map { $0.loaded(upTo: 2048) }
+    #expect(row == asStored, "message \(id)", sourceLocation: sourceLocation)
 }
 
 /// A fresh directory removed at the end of the test.

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 import WeftCrypto
 import WeftModel
@@ -227,5 +228,33 @@ struct StoreTests {
             try Store(directory: directory.url, localUser: NodeIdentity.generate().publicKey)
         }
         #expect(error?.code == .wrongLocalUser)
+    }
+}
+
+@Suite("Store: each part body once")
+struct PartBodyTests {
+    @Test("a page of messages carries parts of up to 2048 bytes; a larger one's bytes come from the log when asked for")
+    func largePartsStayInTheLog() async throws {
+        var alice = Author(identity: .generate())
+        let bob = NodeIdentity.generate().publicKey
+        let store = try Store(directory: nil, localUser: bob)
+        let now: UInt64 = 1_700_000_000_000
+        let create = alice.createConversation(with: [bob], in: try store.replica, wallMilliseconds: now)
+        _ = try await store.apply(received: [create], wallMilliseconds: now)
+        let small = MessagePart(mimeType: "text/plain", data: Array(repeating: 7, count: 2048))
+        let large = MessagePart(mimeType: "application/octet-stream", data: (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let post = alice.write(
+            .postMessage(parts: [small, large], options: .init()), in: create.operation.conversation,
+            replica: try store.replica, wallMilliseconds: now + 1)
+        _ = try await store.apply(received: [post], wallMilliseconds: now + 1)
+        let fetched = try #require(try await store.fetchMessage(post.id))
+        #expect(fetched.parts[0] == small)
+        #expect(fetched.parts[1].data.isEmpty && fetched.parts[1].unloadedByteCount == 100_000 && fetched.parts[1].byteCount == 100_000)
+        #expect(try await store.fetchPartData(of: post.id, index: 1) == large.data)
+        #expect(try await store.fetchPartData(of: post.id, index: 0) == small.data)
+        #expect(try await store.fetchPartData(of: post.id, index: 2) == nil)
+        // Stored once: the part table holds no copy of the large body.
+        let stored = try await store.database.read { db in try Int.fetchOne(db, sql: "SELECT SUM(length(data)) FROM part") }
+        #expect(stored == 2048, "the part table holds only the small body")
     }
 }

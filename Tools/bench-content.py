@@ -1162,11 +1162,12 @@ def main():
     if args.no_weft:
         only.discard("weft")
 
-    # SIGTERM and Ctrl-C end the run through the finally below, which stops every process.
+    # SIGINT, SIGTERM and SIGHUP end the run through the finally below, which stops every
+    # process. SIGINT too, explicitly: a shell starts background jobs with it ignored.
     def interrupted(signum, frame):
         raise KeyboardInterrupt
-    signal.signal(signal.SIGTERM, interrupted)
-    signal.signal(signal.SIGHUP, interrupted)
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, interrupted)
 
     bench = Bench(args)
     limits, weft_note = {}, None

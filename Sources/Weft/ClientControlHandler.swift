@@ -35,14 +35,18 @@ public final class ClientControlHandler: ControlHandler {
     private let listenAddress = Mutex("")
     /// Where CONNECT's addresses are kept across restarts; nil: not kept.
     private let rememberedPeers: RememberedPeers?
+    /// The node's rich content (downloads, transfer states); nil: it transfers none.
+    private let content: (any ContentDownloads)?
 
     /// - Parameter node: the mesh node whose links the link requests change; without one they
     ///   are refused as not supported.
     public init(
         client: WeftClient, directory: PeerDirectory, settings: Settings, node: MeshNode? = nil,
-        replication: (any ReplicationReport)? = nil, discovery: LANDiscovery? = nil, rememberedPeers: RememberedPeers? = nil
+        replication: (any ReplicationReport)? = nil, discovery: LANDiscovery? = nil, rememberedPeers: RememberedPeers? = nil,
+        content: (any ContentDownloads)? = nil
     ) {
         self.rememberedPeers = rememberedPeers
+        self.content = content
         self.client = client
         self.directory = directory
         self.settings = settings
@@ -215,6 +219,52 @@ public final class ClientControlHandler: ControlHandler {
             for delivery in DeliveryEvent.events(in: batch, localUser: localUser) {
                 for event in ControlEvent.events(for: delivery, recipients: batch) { try await emit(event) }
             }
+        }
+    }
+
+    // MARK: - Downloads
+
+    public func download(
+        _ message: OperationID, part index: Int, to path: String, _ emit: @escaping @Sendable (DownloadProgress) async throws -> Void
+    ) async throws {
+        guard let found = try await call({ () async throws(WeftError) in try await client.message(message) }) else {
+            throw ControlFailure(.unknownMessage, "There is no message \(message.hex) on this node.")
+        }
+        // The default: the first rich-content part, else the first part.
+        let index = index == Int(ControlConstants.defaultPart) ? found.parts.firstIndex { $0.content != nil } ?? 0 : index
+        guard found.parts.indices.contains(index) else {
+            throw ControlFailure(.invalidArgument, "Message \(message.hex) has \(found.parts.count) part(s); there is no part \(index + 1).")
+        }
+        let part = found.parts[index]
+        guard let descriptor = part.content else {
+            // An inline part is here whole already.
+            let data = try await call { () async throws(WeftError) in try await client.data(ofPart: index, in: message) }
+            if !path.isEmpty { try Self.write(data, to: path) }
+            let size = UInt64(data.count)
+            try await emit(DownloadProgress(verifiedBytes: size, totalBytes: size, wireBytes: 0, bytesPerSecond: 0, status: .complete))
+            return
+        }
+        guard let content else {
+            throw ControlFailure(.notSupported, "This node does not transfer rich content; part \(index + 1) of message \(message.hex) is \(descriptor.byteCount) bytes of it.")
+        }
+        try await content.download(descriptor, mimeType: part.mimeType, to: path, emit)
+    }
+
+    /// `data` into the file at `path`, through a temporary file renamed over it.
+    static func write(_ data: [UInt8], to path: String) throws(ControlFailure) {
+        let target = URL(fileURLWithPath: path)
+        let temporary = target.deletingLastPathComponent().appendingPathComponent(".\(target.lastPathComponent).weft-download")
+        do {
+            try Data(data).write(to: temporary)
+            guard rename(temporary.path, target.path) == 0 else {
+                throw ControlFailure(.storageFailed, "Cannot write \(path): \(String(cString: strerror(errno))).")
+            }
+        } catch let failure as ControlFailure {
+            try? FileManager.default.removeItem(at: temporary)
+            throw failure
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw ControlFailure(.storageFailed, "Cannot write \(path): \(error.localizedDescription)")
         }
     }
 

@@ -14,6 +14,8 @@ public enum ControlConstants {
     public static let maxShortTextByteCount = 255
     /// A file path in SEND FILES: Linux's PATH_MAX.
     public static let maxPathByteCount = 4096
+    /// DOWNLOAD's part number for "the first rich-content part, else the first part".
+    public static let defaultPart: UInt16 = .max
     /// Part data a MESSAGES page carries inline: a part of at most this many bytes comes with
     /// its data, a larger one with its size only (rich content moves on its own).
     public static let maxInlinePartByteCount = 2048

@@ -34,6 +34,12 @@ public protocol ControlHandler: Sendable {
     /// reports them as `missed`); returns when `emit` throws or the task is cancelled. With
     /// `messages`, each new message's record follows the event of its creation.
     func watch(messages: Bool, _ emit: @escaping @Sendable (ControlEvent) async throws -> Void) async throws
+    /// Fetches part `part` of `message` (copying it to `path` unless empty), handing `emit`
+    /// the progress as it changes; returns once the part is whole here (and copied), throws
+    /// why it cannot be.
+    func download(
+        _ message: OperationID, part: Int, to path: String, _ emit: @escaping @Sendable (DownloadProgress) async throws -> Void
+    ) async throws
     /// The replication counters since the node started.
     func statistics() async throws(ControlFailure) -> [ReplicationCounter]
     /// Dials `address` (`host:port`) and keeps dialing it; a text that is not one is
@@ -108,8 +114,9 @@ extension ControlHandler {
         case .heal(let peer):
             try await heal(peer)
             return .done
-        case .watch:
-            preconditionFailure("the server streams WATCH itself")
+        case .watch, .download:
+            // Streamed by the server itself (ControlServer.answer), never handed here.
+            preconditionFailure("the server streams WATCH and DOWNLOAD itself")
         }
     }
 

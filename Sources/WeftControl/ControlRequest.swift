@@ -22,6 +22,9 @@ public enum ControlRequest: Hashable, Sendable {
     /// A message whose parts are data or files the node reads itself (a client on the same
     /// machine): a large file becomes rich content without passing through the socket.
     case sendFiles([FilePart], in: ConversationID)
+    /// Fetch part `part` (from 0) of a message, and copy it to `path` (absolute; empty: keep it
+    /// in the node only); answered by PROGRESS frames, then DONE once it is whole.
+    case download(OperationID, part: UInt16, path: String)
     /// A page of the conversation's messages from position `offset`.
     case messages(ConversationID, offset: UInt32)
     case markRead(OperationID)
@@ -103,7 +106,7 @@ public enum ControlRequest: Hashable, Sendable {
         case createConversation = 0x10, addParticipants = 0x11, removeParticipants = 0x12, leave = 0x13
         case conversations = 0x14, conversation = 0x15
         case send = 0x20, messages = 0x21, markRead = 0x22, markAllRead = 0x23, sendBatch = 0x24, sendFiles = 0x25
-        case wait = 0x30, watch = 0x31
+        case wait = 0x30, watch = 0x31, download = 0x32
         case connect = 0x40, cut = 0x41, heal = 0x42, disconnect = 0x43
     }
 
@@ -127,6 +130,7 @@ public enum ControlRequest: Hashable, Sendable {
         case .markAllRead: .markAllRead
         case .wait: .wait
         case .watch: .watch
+        case .download: .download
         case .statistics: .statistics
         case .connect: .connect
         case .disconnect: .disconnect
@@ -188,6 +192,10 @@ public enum ControlRequest: Hashable, Sendable {
             body.writeInteger(offset)
         case .markRead(let message):
             body.writeBytes(message.bytes)
+        case .download(let message, let part, let path):
+            body.writeBytes(message.bytes)
+            body.writeInteger(part)
+            body.writeControlText(path, limit: ControlConstants.maxPathByteCount)
         case .wait(let object, let timeout):
             object.write(into: &body)
             body.writeInteger(timeout)
@@ -287,6 +295,12 @@ public enum ControlRequest: Hashable, Sendable {
             let conversation = try body.readConversation("conversation")
             self = .messages(conversation, offset: try body.readU32("offset"))
         case .markRead: self = .markRead(try body.readMessageID("message"))
+        case .download:
+            let message = try body.readMessageID("message")
+            let part = try body.readU16("part")
+            let path = try body.readControlText("path", limit: ControlConstants.maxPathByteCount)
+            guard path.isEmpty || path.hasPrefix("/") else { throw .malformed("the path \"\(path)\" is not absolute") }
+            self = .download(message, part: part, path: path)
         case .wait:
             let object = try ControlObjectID.read(from: &body)
             self = .wait(object, timeoutMilliseconds: try body.readU32("timeout"))

@@ -26,6 +26,8 @@ public enum ControlResponse: Hashable, Sendable {
     /// One event of a WATCH stream; the first is sent at once as `.watching`.
     case watching
     case event(ControlEvent)
+    /// How far a DOWNLOAD is; the last one before DONE says the content is whole.
+    case progress(DownloadProgress)
     case error(ControlFailure)
 
     /// One message of a SEND BATCH: stored (its identifier), or refused as SEND would refuse it.
@@ -41,7 +43,7 @@ public enum ControlResponse: Hashable, Sendable {
     public enum Kind: UInt8, CaseIterable, Sendable {
         case done = 0x80, pong = 0x81, status = 0x82, peers = 0x83, users = 0x84, statistics = 0x85
         case conversation = 0x90, conversations = 0x91, sent = 0x92, messages = 0x93, found = 0x94, sentBatch = 0x95
-        case watching = 0xa0, event = 0xa1
+        case watching = 0xa0, event = 0xa1, progress = 0xa2
         case error = 0xff
     }
 
@@ -61,6 +63,7 @@ public enum ControlResponse: Hashable, Sendable {
         case .found: .found
         case .watching: .watching
         case .event: .event
+        case .progress: .progress
         case .error: .error
         }
     }
@@ -96,6 +99,7 @@ public enum ControlResponse: Hashable, Sendable {
             body.writePage(records) { $1.write(into: &$0) }
         case .found(let object): object.write(into: &body)
         case .event(let event): event.write(into: &body)
+        case .progress(let progress): progress.write(into: &body)
         case .error(let failure): Self.write(failure, into: &body)
         }
         return body
@@ -123,6 +127,7 @@ public enum ControlResponse: Hashable, Sendable {
         }
         var body = frame.body
         switch kind {
+        case .progress: self = .progress(try DownloadProgress.read(from: &body))
         case .done: self = .done
         case .watching: self = .watching
         case .pong: self = .pong(try body.readU64("pong value"))
@@ -151,5 +156,47 @@ public enum ControlResponse: Hashable, Sendable {
         case .error: self = .error(try Self.readFailure(from: &body))
         }
         try body.expectEnd("the \(kind) response")
+    }
+}
+
+/// How far a download is (SPEC.md §15.5, PROGRESS): verified bytes of the content here, its
+/// size, chunk bytes received on the wire, the rate, and the transfer's status and reason.
+public struct DownloadProgress: Hashable, Sendable {
+    public var verifiedBytes: UInt64
+    public var totalBytes: UInt64
+    public var wireBytes: UInt64
+    public var bytesPerSecond: UInt64
+    public var status: ContentStatus
+    public var reason: String
+
+    public init(verifiedBytes: UInt64, totalBytes: UInt64, wireBytes: UInt64, bytesPerSecond: UInt64, status: ContentStatus, reason: String = "") {
+        self.verifiedBytes = verifiedBytes
+        self.totalBytes = totalBytes
+        self.wireBytes = wireBytes
+        self.bytesPerSecond = bytesPerSecond
+        self.status = status
+        self.reason = reason
+    }
+
+    /// From 0 to 1 (1 for empty content).
+    public var fraction: Double { totalBytes == 0 ? 1 : min(1, Double(verifiedBytes) / Double(totalBytes)) }
+
+    func write(into buffer: inout ByteBuffer) {
+        buffer.writeInteger(verifiedBytes)
+        buffer.writeInteger(totalBytes)
+        buffer.writeInteger(wireBytes)
+        buffer.writeInteger(bytesPerSecond)
+        buffer.writeInteger(status.rawValue)
+        buffer.writeControlText(reason, limit: ControlConstants.maxErrorTextByteCount)
+    }
+
+    static func read(from buffer: inout ByteBuffer) throws(ControlFailure) -> DownloadProgress {
+        let verified = try buffer.readU64("verified bytes")
+        let total = try buffer.readU64("total bytes")
+        guard verified <= total else { throw .malformed("\(verified) verified bytes of \(total)") }
+        return DownloadProgress(
+            verifiedBytes: verified, totalBytes: total, wireBytes: try buffer.readU64("wire bytes"),
+            bytesPerSecond: try buffer.readU64("bytes per second"), status: try ContentStatus(reading: &buffer),
+            reason: try buffer.readControlText("reason", limit: ControlConstants.maxErrorTextByteCount))
     }
 }

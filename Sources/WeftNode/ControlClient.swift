@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import WeftControl
+import WeftModel
 
 /// Talks to a running node over its control socket (SPEC.md §15): the CLI and LocalMesh use
 /// it. One request at a time per connection, or a pipelined list of them
@@ -43,7 +44,11 @@ public final class ControlConnection {
     /// Sends a request and returns its response; an ERROR response throws its `ControlFailure`.
     /// (Not for WATCH: use `watch`.)
     public func request(_ request: ControlRequest) async throws -> ControlResponse {
-        if case .watch = request { preconditionFailure("use watch(_:) for WATCH") }
+        switch request {
+        case .watch: preconditionFailure("use watch(_:) for WATCH")
+        case .download: preconditionFailure("use download(_:part:to:_:) for DOWNLOAD")
+        default: break
+        }
         guard request.encodedByteCount <= ControlConstants.lengthByteCount + ControlConstants.maxFrameByteCount else {
             throw ControlFailure(.tooLarge,
                 "The request is \(request.encodedByteCount) bytes; a control frame holds at most \(ControlConstants.maxFrameByteCount).")
@@ -113,6 +118,21 @@ public final class ControlConnection {
             case .event(let event): if try await !body(event) { return }
             case .error(let failure): throw failure
             default: throw ControlClientError.unexpectedResponse("WATCH")
+            }
+        }
+    }
+
+    /// Asks the node for part `part` of `message` (copied to `path` unless empty) and hands
+    /// each PROGRESS to `body` until the node says DONE; an ERROR throws its failure. A node
+    /// that closes the connection meanwhile throws `ControlClientError.closed`.
+    public func download(_ message: OperationID, part: UInt16, to path: String, _ body: (DownloadProgress) async throws -> Void) async throws {
+        let id = try await send(.download(message, part: part, path: path))
+        while true {
+            switch try await next(for: id) {
+            case .progress(let progress): try await body(progress)
+            case .done: return
+            case .error(let failure): throw failure
+            default: throw ControlClientError.unexpectedResponse("DOWNLOAD")
             }
         }
     }

@@ -106,6 +106,20 @@ public struct ControlServer: Sendable {
 
     private func answer(_ request: ControlRequest, id: UInt32, _ outbound: NIOAsyncChannelOutboundWriter<ControlFrame>) async {
         do {
+            if case .download(let message, let part, let path) = request {
+                // PROGRESS frames while it comes, then DONE; or ERROR with why it cannot.
+                let outcome: ControlResponse
+                do {
+                    try await handler.download(message, part: Int(part), to: path) { progress in
+                        try await outbound.write(ControlResponse.progress(progress).frame(requestID: id))
+                    }
+                    outcome = .done
+                } catch let failure as ControlFailure {
+                    outcome = .error(failure)
+                }
+                try await outbound.write(outcome.frame(requestID: id))
+                return
+            }
             if case .watch(let messages) = request {
                 try await outbound.write(ControlResponse.watching.frame(requestID: id))
                 try await handler.watch(messages: messages) { event in

@@ -10,7 +10,7 @@ struct WeftCommand: ParsableCommand {
         version: "weft \(weftVersion) (protocol: SPEC.md §1–16)",
         subcommands: [
             InitCommand.self, IdCommand.self, NodeCommand.self, ConvCommand.self, SendCommand.self, MessagesCommand.self,
-            ReadCommand.self, WaitCommand.self, WatchCommand.self, PeersCommand.self, ConnectCommand.self, DisconnectCommand.self,
+            ReadCommand.self, DownloadCommand.self, WaitCommand.self, WatchCommand.self, PeersCommand.self, ConnectCommand.self, DisconnectCommand.self,
             StatusCommand.self, DemoCommand.self,
         ]
     )

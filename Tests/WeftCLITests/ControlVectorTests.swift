@@ -79,6 +79,7 @@ func request(from fields: [String: Any]) -> ControlRequest {
     case "WAIT": .wait(object(fields["object"]), timeoutMilliseconds: u32(fields["timeoutMilliseconds"]))
     case "WATCH": .watch(messages: fields["messages"] as? Bool ?? false)
     case "STATISTICS": .statistics
+    case "DOWNLOAD": .download(message(fields["message"]), part: UInt16(fields["part"] as! Int), path: fields["path"] as! String)
     case "CONNECT": .connect(address: fields["address"] as! String)
     case "DISCONNECT": .disconnect(address: fields["address"] as! String)
     case "CUT": .cut(user(fields["peer"]))
@@ -166,6 +167,11 @@ func response(from f: [String: Any]) -> ControlResponse {
     case "MESSAGES RESULT": .messages(total: u32(f["total"]), (f["messages"] as! [[String: Any]]).map(messageRecord))
     case "FOUND": .found(object(f["object"]))
     case "WATCHING": .watching
+    case "PROGRESS":
+        .progress(DownloadProgress(
+            verifiedBytes: u64(f["verifiedBytes"]), totalBytes: u64(f["totalBytes"]), wireBytes: u64(f["wireBytes"]),
+            bytesPerSecond: u64(f["bytesPerSecond"]), status: ContentStatus.allCases.first { "\($0)" == f["status"] as! String }!,
+            reason: f["reason"] as! String))
     case "EVENT": .event(event(f["event"] as! [String: Any]))
     case "ERROR": .error(ControlFailure(ControlFailure.Code(rawValue: UInt16(f["code"] as! Int)), f["text"] as! String))
     case let other: fatalError("no response \(other) in the vectors' vocabulary")

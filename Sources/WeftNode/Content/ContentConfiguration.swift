@@ -32,7 +32,9 @@ public struct ContentConfiguration: Sendable {
     /// Chunks a peer identity may have asked for and not yet been sent (§17.8); more are dropped.
     public var maxQueuedChunksPerPeer = 64
     /// Manifests a peer identity may have asked for and not yet been sent; more are dropped.
-    public var maxQueuedManifestsPerPeer = 2
+    public var maxQueuedManifestsPerPeer = 4
+    /// Manifests asked of one peer at once (within what a peer keeps for another: 4).
+    public var maxManifestsAskedPerPeer = 2
     /// HOLDINGS answers waiting to be sent to one connection (one per content at most).
     public var maxQueuedHoldingsPerPeer = 256
     /// Contents a connection asked about that it is told of again when the node holds more.

@@ -223,21 +223,36 @@ final class ContentDriver {
             download.tried.insert(asked.peer)
             download.asked = nil
         }
-        if let peer = peers.keys.filter({ !download.tried.contains($0) }).sorted().first {
+        let candidates = peers.keys.filter { !download.tried.contains($0) }.sorted()
+        if candidates.isEmpty {
+            service.board.setStatus(
+                root, .paused(reason: peers.isEmpty ? "no peer is connected" : "no connected peer holds its manifest"))
+        } else if let peer = candidates.first(where: { manifestsAsked(of: $0) < configuration.maxManifestsAskedPerPeer }) {
+            // A peer keeps a few manifest requests (§17.8): the others wait their turn.
             download.asked = (peer, now)
             send(.manifestRequest(root), to: peer)
             service.board.setStatus(root, .downloading)
-        } else {
-            service.board.setStatus(
-                root, .paused(reason: peers.isEmpty ? "no peer is connected" : "no connected peer holds its manifest"))
         }
         downloads[root] = download
+    }
+
+    /// Manifest requests in flight to `peer`.
+    private func manifestsAsked(of peer: PublicIdentity) -> Int {
+        downloads.values.reduce(0) { $0 + ($1.phase == .fetchingManifest && $1.asked?.peer == peer ? 1 : 0) }
+    }
+
+    /// Gives every download waiting for a manifest its turn (a request was answered).
+    private func askForManifests() {
+        for (root, download) in downloads where download.phase == .fetchingManifest && download.asked == nil {
+            askForManifest(root)
+        }
     }
 
     private func receiveManifest(_ root: ContentRoot, _ manifest: ContentManifest?, from link: ContentLink) {
         guard var download = downloads[root], download.phase == .fetchingManifest else { return }
         let peer = link.identity
         if download.asked?.peer == peer { download.asked = nil }
+        defer { askForManifests() }
         guard let manifest else {
             download.tried.insert(peer)
             downloads[root] = download

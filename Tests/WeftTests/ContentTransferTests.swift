@@ -74,32 +74,36 @@ struct ContentTransferTests {
 
     // MARK: - Content
 
-    /// `count` bytes that do not compress.
+    /// `count` bytes that do not compress (libsodium's: cheap even in a debug build, so that
+    /// making them does not hold a cooperative thread).
     static func random(_ count: Int) -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = [UInt8](repeating: 0, count: count)
-        for start in stride(from: 0, to: count, by: 8) {
-            withUnsafeBytes(of: generator.next()) { word in
-                for offset in 0..<min(8, count - start) { bytes[start + offset] = word[offset] }
-            }
+        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            SystemRandomSource().fill(UnsafeMutableRawBufferPointer(buffer))
+            initialized = count
         }
-        return bytes
     }
 
-    /// `count` bytes of text, as a message would hold (compresses about 3×).
+    /// `count` bytes of text, as a message would hold (zstd -1 makes it about 3 times smaller).
     static func text(_ count: Int) -> [UInt8] {
-        let words = ["weft", "mesh", "chunk", "node", "relay", "content", "verified", "the", "of", "a", "zstd", "frame"]
-        var generator = SystemRandomNumberGenerator()
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(count + 16)
-        var line = 0
-        while bytes.count < count {
-            line += 1
-            bytes += Array("\(line): ".utf8)
-            for _ in 0..<8 { bytes += Array(words[Int(generator.next() % UInt64(words.count))].utf8) + [0x20] }
-            bytes.append(0x0a)
+        let words = ["weft", "mesh", "chunk", "node", "relay", "content", "verified", "the", "of", "a", "zstd", "frame", "peer",
+                     "message", "part", "journal"].map { Array($0.utf8) + [0x20] }
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            var at = 0
+            var column = 0
+            while at < count {
+                state ^= state << 13
+                state ^= state >> 7
+                state ^= state << 17
+                let word = column == 9 ? [0x0a] : words[Int(state & 15)]
+                column = column == 9 ? 0 : column + 1
+                for byte in word where at < count {
+                    buffer[at] = byte
+                    at += 1
+                }
+            }
+            initialized = count
         }
-        return Array(bytes.prefix(count))
     }
 
     /// What the node holds of `root`, complete, or nil.

@@ -145,8 +145,12 @@ extension ContentService {
         return descriptor
     }
 
-    /// Queues a content-transfer message on the connection's sync lane.
+    /// Queues an answer on the connection's sync lane, once the lane is below its high mark:
+    /// a peer that asks and does not read its answers stops being answered (its requests then
+    /// wait in its bounded queue, and more are dropped), so it never grows the lane.
     func send(_ message: ContentTransferMessage, to link: ContentLink) async {
+        await link.outbox.waitForRoom()
+        if link.outbox.isClosed { return }
         do {
             await link.send(try SyncMessage.content(message).payload())
         } catch {

@@ -114,8 +114,9 @@ public final class ContentService: Sendable {
     /// Runs the service until the replicator stops: the download driver, its timer, the
     /// servers of connections, the automatic downloads of stored messages. Resumes partial
     /// content first.
-    func run() async {
-        let changes = store.changes(includingMessages: false)
+    /// - Parameter changes: the store's commits, subscribed to before anything of the node
+    ///   runs, so that no message stored is missed.
+    func run(changes: ChangeStream) async {
         await withTaskCancellationHandler {
             await withDiscardingTaskGroup { group in
                 group.addTask {

@@ -96,7 +96,10 @@ public final class Replicator: Service, Sendable {
             }
             if let core = initialCore.withLock({ $0.take() }) { group.addTask { await self.drive(core) } }
             group.addTask { await self.consumeEvents() }
-            if let content { group.addTask { await content.run() } }
+            if let content {
+                let contentChanges = store.changes(includingMessages: false)
+                group.addTask { await content.run(changes: contentChanges) }
+            }
             group.addTask { await self.consumeCommits(changes) }
             group.addTask { await self.storeReceived() }
             group.addTask { await self.markAcknowledged() }

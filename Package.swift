@@ -222,6 +222,7 @@ let package = Package(
             name: "WeftTestKitTests",
             // Runs the weft executable that `swift build --build-tests` builds beside it.
             dependencies: ["WeftTestKit", "WeftControl", "WeftModel", "WeftCrypto", "WeftNode", "WeftSync", "WeftWire", "WeftStore",
+                "WeftTransfer", "WeftCompression",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
             ]
         ),

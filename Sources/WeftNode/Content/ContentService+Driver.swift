@@ -68,6 +68,10 @@ final class ContentDriver {
     var waitingRoots: Set<ContentRoot> = []
     /// The current connection of each content-capable peer.
     var peers: [PublicIdentity: ContentLink] = [:]
+    /// Chunks asked of each peer and neither answered nor cancelled: the only chunks taken
+    /// from it (at most the scheduler's window per peer), so that a peer cannot make the node
+    /// verify chunks it did not ask for.
+    var asked: [PublicIdentity: [ContentRoot: Set<Int>]] = [:]
     /// Messages to queue on connections once the event's state changes are made.
     var outgoing: [(ContentLink, ByteBuffer)] = []
     let clockOrigin = ContinuousClock.now
@@ -169,6 +173,7 @@ final class ContentDriver {
         if waitingRoots.remove(root) != nil { waiting.removeAll { $0.descriptor.root == root } }
         guard let download = downloads.removeValue(forKey: root) else { return }
         if download.phase == .transferring || download.phase == .completing { perform(core.handle(.cancelled(root))) }
+        forgetAsked(root)
         download.partial.map(service.closeInBackground)
         startWaiting()
     }
@@ -289,7 +294,10 @@ final class ContentDriver {
     // MARK: - Peers
 
     private func connect(_ link: ContentLink) {
-        if let old = peers[link.identity], old.number != link.number { perform(core.handle(.disconnected(link.identity))) }
+        if let old = peers[link.identity], old.number != link.number {
+            asked[link.identity] = nil
+            perform(core.handle(.disconnected(link.identity)))
+        }
         peers[link.identity] = link
         perform(core.handle(.connected(link.identity)))
         for (root, download) in downloads where download.phase == .fetchingManifest {
@@ -301,6 +309,7 @@ final class ContentDriver {
     private func disconnect(_ link: ContentLink) {
         guard peers[link.identity]?.number == link.number else { return }
         peers[link.identity] = nil
+        asked[link.identity] = nil
         perform(core.handle(.disconnected(link.identity)))
         for (root, download) in downloads where download.phase == .fetchingManifest && download.asked?.peer == link.identity {
             downloads[root]?.asked = nil
@@ -345,7 +354,9 @@ final class ContentDriver {
 
     /// A chunk arrived (holding a verification slot): verified and written on the pool.
     private func receive(_ chunk: ChunkMessage, from link: ContentLink, isCurrent: Bool) {
-        guard isCurrent, let download = downloads[chunk.root], download.phase == .transferring,
+        let wasAsked = asked[link.identity]?[chunk.root]?.remove(Int(chunk.index)) != nil
+        if asked[link.identity]?[chunk.root]?.isEmpty == true { asked[link.identity]?[chunk.root] = nil }
+        guard isCurrent, wasAsked, let download = downloads[chunk.root], download.phase == .transferring,
             let manifest = download.manifest, let partial = download.partial
         else {
             service.verifying.release()
@@ -396,11 +407,14 @@ final class ContentDriver {
             case .ask(let peer, let root):
                 send(.holdingsRequest(root), to: peer)
             case .request(let peer, let root, let chunks):
+                asked[peer, default: [:]][root, default: []].formUnion(chunks)
                 for start in stride(from: 0, to: chunks.count, by: ContentTransferMessage.maxChunkListCount) {
                     let part = chunks[start..<min(start + ContentTransferMessage.maxChunkListCount, chunks.count)]
                     send(.chunkRequest(root, chunks: part.map { UInt32($0) }), to: peer)
                 }
             case .cancel(let peer, let root, let chunks):
+                asked[peer]?[root]?.subtract(chunks)
+                if asked[peer]?[root]?.isEmpty == true { asked[peer]?[root] = nil }
                 for start in stride(from: 0, to: chunks.count, by: ContentTransferMessage.maxChunkListCount) {
                     let part = chunks[start..<min(start + ContentTransferMessage.maxChunkListCount, chunks.count)]
                     send(.cancel(root, chunks: part.map { UInt32($0) }), to: peer)
@@ -452,8 +466,14 @@ final class ContentDriver {
         }
     }
 
+    /// Forgets what was asked of peers for a download that is over.
+    private func forgetAsked(_ root: ContentRoot) {
+        for peer in Array(asked.keys) { asked[peer]?[root] = nil }
+    }
+
     /// The content is held whole: the download is over.
     private func complete(_ root: ContentRoot) {
+        forgetAsked(root)
         guard let download = downloads.removeValue(forKey: root) else { return }
         service.board.complete(root, totalBytes: download.descriptor.byteCount)
         service.holdMore(of: root, isComplete: true)
@@ -461,6 +481,7 @@ final class ContentDriver {
     }
 
     private func fail(_ root: ContentRoot, reason: String) {
+        forgetAsked(root)
         guard let download = downloads.removeValue(forKey: root) else { return }
         service.logger.warning("cannot fetch content \(root): \(reason)")
         service.board.fail(root, reason: reason)

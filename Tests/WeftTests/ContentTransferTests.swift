@@ -365,4 +365,73 @@ struct ContentTransferTests {
         #expect(resent <= descriptor.chunkCount - Int(before.verifiedBytes / UInt64(descriptor.chunkByteCount)), "\(resent) chunks sent again")
         #expect(bobAgain.content.statistics.chunksVerified == resent)
     }
+
+    @Test("a full disk pauses the download with that reason, asking for nothing meanwhile; it carries on once there is room",
+          .enabled(if: SmallDisk.unavailable == nil, "\(SmallDisk.unavailable ?? "")"))
+    func diskFull() async throws {
+        let directory = try Directory()
+        let meshKey = MeshKey.generate()
+        let alice = try Node("alice", meshKey: meshKey, home: directory.home("alice"))
+        let aliceTask = try await alice.start()
+        let bytes = Self.random(1 << 20)
+        let descriptor = try await alice.content.importContent(bytes: bytes, mimeType: "application/octet-stream")
+
+        let disk = try SmallDisk(kibibytes: 256)
+        var configuration = ContentConfiguration()
+        configuration.diskFullRetryInterval = .milliseconds(300)
+        let bob = try Node("bob", meshKey: meshKey, peers: [try #require(alice.address)], home: disk.url, configuration: configuration)
+        let bobTask = try await bob.start()
+        defer {
+            aliceTask.cancel()
+            bobTask.cancel()
+        }
+        try await Harness.eventually("connected") { bob.node.node.connectedPeers.count == 1 }
+        await bob.content.download(descriptor)
+        try await Harness.eventually("bob's download pauses") {
+            if case .paused(let reason) = bob.content.status(of: descriptor.root) { reason.contains("disk full") } else { false }
+        }
+        try await Task.sleep(for: .seconds(1))
+        if case .paused = bob.content.status(of: descriptor.root) {} else { Issue.record("\(bob.content.status(of: descriptor.root))") }
+        #expect(alice.content.statistics.chunksServed == 0, "nothing asked while paused")
+
+        try disk.grow(kibibytes: 8 * 1024)
+        try await Harness.eventually("bob holds it once there is room", within: 60) { bob.content.status(of: descriptor.root) == .complete }
+        #expect(Self.held(descriptor.root, on: bob) == bytes)
+    }
+}
+
+/// A tmpfs of a few hundred KiB on a fresh directory (a disk that fills up), unmounted when
+/// released. Mounting needs root (CAP_SYS_ADMIN); `unavailable` says why it cannot be had.
+final class SmallDisk {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("weft-small-disk-\(UUID().uuidString.prefix(8))")
+
+    init(kibibytes: Int) throws {
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        guard mount("tmpfs", url.path, "tmpfs", 0, "size=\(kibibytes)k,mode=0700") == 0 else {
+            let reason = String(cString: strerror(errno))
+            try? FileManager.default.removeItem(at: url)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot mount a tmpfs: \(reason)"])
+        }
+    }
+
+    /// Makes the file system larger, keeping what it holds.
+    func grow(kibibytes: Int) throws {
+        guard mount("tmpfs", url.path, "tmpfs", UInt(MS_REMOUNT), "size=\(kibibytes)k,mode=0700") == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot grow the tmpfs: \(String(cString: strerror(errno)))"])
+        }
+    }
+
+    deinit {
+        _ = umount2(url.path, Int32(MNT_DETACH))
+        _ = rmdir(url.path)
+    }
+
+    static let unavailable: String? = {
+        do {
+            _ = try SmallDisk(kibibytes: 64)
+            return nil
+        } catch {
+            return "skipped: \(error.localizedDescription) (the test mounts a tmpfs, which needs root)"
+        }
+    }()
 }

@@ -28,6 +28,10 @@ import WeftWire
 /// With a `PeerDirectory`, it records every node event there and carries the display names
 /// peers tell each other (NAMES, §14.12): names are not replication state, so it handles them
 /// itself and the core never sees them.
+///
+/// With a `ContentService`, it runs the service beside replication, tells it of connections
+/// with peers that set the *content* feature bit, and hands it their content-transfer messages
+/// (§17.8); the core never sees those either.
 public final class Replicator: Service, Sendable {
     public let node: MeshNode
     public let localAuthor: LocalAuthor

@@ -516,8 +516,8 @@ final class ContentDriver {
                 }
                 askForManifest(root)
             case .waitingForDisk where now >= download.retryAt:
+                // Still paused until the store takes it again (opening it says so).
                 downloads[root]?.phase = .opening
-                service.board.setStatus(root, .downloading)
                 service.open(download.descriptor)
             default:
                 break

@@ -9,8 +9,9 @@ import PackageDescription
 ///                                            `package` access, shared by every codec)
 ///       <- WeftCrypto, WeftCompression
 ///       <- WeftWire (frames, connection state machine), WeftModel (operations, merge rules)
-///       <- WeftStore (SQLite through GRDB), WeftSync (sans-I/O replication: sync messages),
-///          WeftTransfer (sans-I/O rich content: descriptors' manifests, the hash tree, chunk frames)
+///       <- WeftStore (SQLite through GRDB), WeftTransfer (sans-I/O rich content: descriptors'
+///          manifests, the hash tree, chunk frames, the transfer scheduler)
+///       <- WeftSync (sans-I/O replication: sync messages, the content-transfer ones included)
 ///       <- WeftControl (the control protocol between the CLI and a running node: frames,
 ///                       requests, the ControlHandler a daemon implements; no sockets)
 ///       <- WeftDiscovery (sans-I/O multicast DNS: the packet codec, what a node advertises)
@@ -93,7 +94,8 @@ let package = Package(
         ),
         .target(
             name: "WeftSync",
-            dependencies: ["WeftWire", "WeftModel", "WeftCompression", .product(name: "NIOCore", package: "swift-nio")]
+            // WeftTransfer for the content-transfer messages' manifests and chunks (§17.8).
+            dependencies: ["WeftWire", "WeftModel", "WeftCompression", "WeftTransfer", .product(name: "NIOCore", package: "swift-nio")]
         ),
         /// Rich content (SPEC.md §17): the chunking rule, the hash tree, manifests, chunk frames
         /// and chunk messages, and the scheduler that decides which chunk to ask which peer for
@@ -122,6 +124,7 @@ let package = Package(
                 "WeftWire",
                 "WeftStore",
                 "WeftSync",
+                "WeftTransfer",
                 "WeftDiscovery",
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -185,7 +188,7 @@ let package = Package(
         ),
         .testTarget(
             name: "WeftTests",
-            dependencies: ["Weft", "WeftStore", "WeftModel", "WeftCrypto", "WeftNode", "WeftWire",
+            dependencies: ["Weft", "WeftStore", "WeftModel", "WeftCrypto", "WeftNode", "WeftWire", "WeftTransfer",
                 .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
@@ -196,7 +199,7 @@ let package = Package(
         .testTarget(
             name: "WeftSyncTests",
             dependencies: [
-                "WeftSync", "WeftWire", "WeftModel", "WeftCrypto", "WeftCompression", .product(name: "NIOCore", package: "swift-nio"),
+                "WeftSync", "WeftWire", "WeftModel", "WeftCrypto", "WeftCompression", "WeftTransfer", .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .testTarget(
@@ -208,7 +211,7 @@ let package = Package(
         .testTarget(
             name: "WeftNodeTests",
             dependencies: [
-                "WeftNode", "WeftWire", "WeftCrypto", "WeftStore",
+                "WeftNode", "WeftWire", "WeftCrypto", "WeftStore", "WeftSync", "WeftTransfer", "WeftModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -219,6 +222,7 @@ let package = Package(
             name: "WeftTestKitTests",
             // Runs the weft executable that `swift build --build-tests` builds beside it.
             dependencies: ["WeftTestKit", "WeftControl", "WeftModel", "WeftCrypto", "WeftNode", "WeftSync", "WeftWire", "WeftStore",
+                "WeftTransfer", "WeftCompression",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -25,20 +25,27 @@ public final class InProcessNode: Service, Sendable {
     ///     is the store's local user and the client's author.
     ///   - store: the store the node serves and the client reads and writes.
     ///   - replication: replication's bounds and timings.
+    ///   - content: rich content (SPEC.md §17): the node then sets the *content* feature bit,
+    ///     serves what the service holds and fetches content parts of the messages it stores.
+    ///     Nil: the node keeps no content.
     ///   - onEvent: called for every node event, in order. The node's events are consumed by
     ///     replication, as `MeshNode` requires; a slow handler slows every peer's connection.
     public init(
         configuration: MeshNode.Configuration, store: Store, replication: ReplicationConfiguration = ReplicationConfiguration(),
-        logger: Logger = Logger(label: "weft.node"), onEvent: @escaping @Sendable (NodeEvent) -> Void = { _ in }
+        content: ContentService? = nil, logger: Logger = Logger(label: "weft.node"),
+        onEvent: @escaping @Sendable (NodeEvent) -> Void = { _ in }
     ) throws(WeftError) {
         guard configuration.identity.publicKey == store.localUser else {
             throw .notPermitted("the store belongs to user \(store.localUser), not to this node's identity \(configuration.identity.publicKey)")
         }
         self.client = try WeftClient(store: store, identity: configuration.identity)
+        var configuration = configuration
+        if content != nil { configuration.features.insert(.content) }
         self.node = MeshNode(configuration: configuration, store: store, logger: logger)
         do {
             self.replicator = try Replicator(
-                node: node, localAuthor: client.localAuthor, configuration: replication, logger: logger, observer: onEvent)
+                node: node, localAuthor: client.localAuthor, configuration: replication, logger: logger, content: content,
+                observer: onEvent)
         } catch {
             throw .storage("cannot read the store's log summaries: \(error)")
         }
@@ -46,6 +53,9 @@ public final class InProcessNode: Service, Sendable {
 
     /// The store shared by the node and the client.
     public var store: Store { node.store }
+
+    /// The node's rich content, if it keeps any.
+    public var content: ContentService? { replicator.content }
 
     /// Runs the node until graceful shutdown or cancellation, handing each event to `onEvent`.
     public func run() async throws {

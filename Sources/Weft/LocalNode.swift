@@ -43,6 +43,9 @@ public final class LocalNode: Sendable {
     package let daemon: NodeDaemon
     /// Where the node listens.
     public let address: PeerAddress
+    /// The node's rich content: add files to send (`importContent`), follow transfers
+    /// (`status(of:)`, `progress(of:)`), fetch on demand (`download`), copy out (`contentFile`).
+    public var content: ContentService { daemon.content }
     private let task: Task<Void, any Error>
 
     private init(daemon: NodeDaemon, address: PeerAddress, task: Task<Void, any Error>) {

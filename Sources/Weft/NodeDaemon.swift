@@ -24,6 +24,8 @@ package final class NodeDaemon: Service, Sendable {
         /// The interfaces LAN discovery runs on (`--discovery-interface`; empty: every one
         /// that can, `DiscoveryInterface.select`), or nil with discovery off.
         public var discoveryInterfaces: [String]?
+        /// What content the node fetches by itself, and its bounds.
+        public var content = ContentConfiguration()
 
         public init(
             home: NodeHome, node: MeshNode.Configuration, timeToLive: Duration = WeftClient.defaultTimeToLive,
@@ -44,6 +46,8 @@ package final class NodeDaemon: Service, Sendable {
     public let replicator: Replicator
     /// Connected peers and the names the node has met.
     public let directory: PeerDirectory
+    /// Rich content in the home's `content/`: added, served and fetched (SPEC.md §17).
+    public let content: ContentService
     /// LAN discovery, when it is on.
     public let discovery: LANDiscovery?
     private let handler: ClientControlHandler
@@ -80,6 +84,15 @@ package final class NodeDaemon: Service, Sendable {
         var nodeConfiguration = configuration.node
         // The directory below keeps names and the replicator answers and sends NAMES (§14.12).
         nodeConfiguration.features.insert(.names)
+        // The content service below answers and sends the content-transfer messages (§17.8).
+        nodeConfiguration.features.insert(.content)
+        do {
+            content = ContentService(
+                store: store, contentStore: try ContentStore(directory: home.directory), configuration: configuration.content,
+                logger: logger)
+        } catch {
+            throw NodeDaemonError("Cannot open the content directory in \(home.directory.path): \(error).")
+        }
         nodeConfiguration.addressAnnounced = { [logger] user, address, dialed in
             do {
                 try remembered.announced(address, by: user, dialed: dialed)
@@ -110,7 +123,7 @@ package final class NodeDaemon: Service, Sendable {
         let events = EventRelay()
         replicator = try Replicator(
             node: node, localAuthor: client.localAuthor, configuration: replication, logger: logger, directory: directory,
-            observer: { event in events.take(event) })
+            content: content, observer: { event in events.take(event) })
         handler = ClientControlHandler(
             client: client, directory: directory,
             settings: .init(

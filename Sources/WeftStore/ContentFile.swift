@@ -31,6 +31,18 @@ final class ContentFile: Sendable {
         }
     }
 
+    /// Creates `path` afresh (mode 0600) for reading and writing: fails if it exists, and never
+    /// follows a symbolic link.
+    static func create(_ path: String) throws -> ContentFile {
+        while true {
+            let descriptor = Foundation.open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_CREAT | O_EXCL, 0o600)
+            if descriptor >= 0 { return ContentFile(descriptor: descriptor, path: path) }
+            let failure = errno
+            if failure == EINTR { continue }
+            throw ContentFile.error("create", path, failure)
+        }
+    }
+
     /// Opens `path` for reading only. Nil when the file does not exist.
     static func openForReading(_ path: String) throws -> ContentFile? {
         while true {

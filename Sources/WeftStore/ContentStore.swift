@@ -33,7 +33,7 @@ public final class ContentStore: Sendable {
     /// Chunk bytes a `PartialContent` writes before it flushes, if `batchChunkLimit` chunks
     /// have not made it flush first.
     public let batchByteLimit: Int
-    private let openPartials = OpenPartials()
+    let openPartials = OpenPartials()
 
     /// Opens the content store in a node's home, creating `content/` (mode 0700) if missing.
     /// - Parameters:
@@ -172,7 +172,7 @@ public final class ContentStore: Sendable {
 
     // MARK: - Removing
 
-    /// Removes the content named `root`, complete or partial (closing its `PartialContent`
+    /// Removes the content named `root`, complete or partial, and its manifest (closing its `PartialContent`
     /// without flushing: whoever still holds it gets `.closed`). False if nothing was held.
     @discardableResult
     public func remove(_ root: Root) throws -> Bool {
@@ -181,7 +181,7 @@ public final class ContentStore: Sendable {
             handle?.discard()
             let paths = Paths(directory: directory.path, root: root)
             var removed = handle != nil
-            for path in [paths.complete, paths.journal, paths.partial] where try ContentFile.remove(path) {
+            for path in [paths.complete, paths.journal, paths.partial, paths.manifest] where try ContentFile.remove(path) {
                 removed = true
             }
             if removed { try ContentFile.syncDirectory(paths.directory) }
@@ -220,12 +220,15 @@ extension ContentStore {
         let partial: String
         /// `content/<root hex>.journal`: the chunks of the partial file that are verified.
         let journal: String
+        /// `content/<root hex>.manifest`: the content's manifest (SPEC.md §17.4).
+        let manifest: String
 
         init(directory: String, root: Root) {
             self.directory = directory
             complete = directory + "/" + root.hex
             partial = complete + ".partial"
             journal = complete + ".journal"
+            manifest = complete + ".manifest"
         }
     }
 

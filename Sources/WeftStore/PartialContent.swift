@@ -169,6 +169,19 @@ public final class PartialContent: Sendable {
     /// keeps them.
     public var durableChunkCount: Int { writer.withLock { $0.durableCount } }
 
+    /// The bytes of the durable chunks: what a crash keeps, so what progress may count without
+    /// ever going back after a restart. Waits for a flush under way.
+    public var durableByteCount: UInt64 {
+        writer.withLock { writer in
+            let verified = readable.withLock { $0.verified }
+            let last = layout.chunkCountValue - 1
+            var bytes = UInt64(verified.count) * UInt64(layout.chunkSize)
+            if verified.contains(last) { bytes -= UInt64(layout.chunkSize - layout.byteCount(ofChunk: last)) }
+            for chunk in writer.pending { bytes -= UInt64(layout.byteCount(ofChunk: chunk.index)) }
+            return bytes
+        }
+    }
+
     // MARK: - Writing
 
     /// Writes chunk `index`, already verified against `hash` by the caller, into the partial

@@ -136,6 +136,10 @@ public struct SyncCore: Sendable {
             // Display names are not replication state: the node's name directory takes them
             // (§14.12), and its driver does not hand them here.
             break
+        case .content:
+            // Content transfer is not replication: the node's content service takes it
+            // (§17.8), and the driver does not hand it here.
+            break
         }
     }
 

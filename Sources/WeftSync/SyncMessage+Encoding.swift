@@ -4,7 +4,7 @@ import WeftCrypto
 import WeftModel
 import WeftWire
 
-// The bodies of SPEC.md §14.3–§14.8 and §14.12, byte by byte. One switch writes, one reads, in the same
+// The bodies of SPEC.md §14.3–§14.8, §14.12 and §17.8, byte by byte. One switch writes, one reads, in the same
 // order of types. Integers are big-endian; lists are a u16 count then their items.
 
 extension SyncMessage {
@@ -105,6 +105,8 @@ extension SyncMessage {
                 // `UserName` keeps its name within 64 bytes, so it fits the u8 length.
                 buffer.writeLengthPrefixedText(name.displayName, UInt8.self)
             }
+        case .content(let message):
+            message.writeBody(to: &buffer)
         }
         return buffer
     }
@@ -128,6 +130,7 @@ extension SyncMessage {
         case .stored(let ranges): try check(ranges.count)
         case .ihave(let announcements): try check(announcements.count)
         case .names(let names): try check(names.count)
+        case .content(let message): try message.checkFits()
         }
         let payloadByteCount = encodedByteCount
         guard payloadByteCount - 1 <= SyncEnvelope.maxBodyByteCount else { throw .tooLarge(payloadByteCount - 1) }
@@ -146,6 +149,7 @@ extension SyncMessage {
             case .ihave(let announcements): 2 + announcements.count * Self.announcementByteCount
             case .prune: 0
             case .names(let names): 2 + names.reduce(0) { $0 + Self.byteCount(of: $1) }
+            case .content(let message): message.bodyByteCount
             }
         }()
     }
@@ -283,6 +287,10 @@ extension SyncMessage {
                 names.append(UserName(user: try reader.user(), displayName: try reader.displayName()))
             }
             self = .names(names)
+        case .holdingsRequest, .holdings, .manifestRequest, .manifest, .chunkRequest, .chunk, .notHeld, .cancel:
+            // The content-transfer reader checks the whole body, its end included.
+            self = .content(try ContentTransferMessage(type: envelope.type, body: envelope.body))
+            return
         case .compressed:
             // Only the connection's stream can decode it (§14.11): one here was not passed
             // through a `SyncStreamDecoder`, or was nested in another COMPRESSED message.

@@ -2,7 +2,7 @@ import NIOCore
 import WeftModel
 import WeftWire
 
-/// One sync message: the body of a `SyncEnvelope`, decoded (SPEC.md §14.3–§14.8, §14.12).
+/// One sync message: the body of a `SyncEnvelope`, decoded (SPEC.md §14.3–§14.8, §14.12, §17.8).
 ///
 /// Sans-I/O: `encode()` gives the DATA payload (type byte included) and `init(payload:)`
 /// reads one, refusing anything malformed with a `SyncMessageError` (never a trap).
@@ -26,6 +26,9 @@ public enum SyncMessage: Hashable, Sendable {
     /// Display names of users the sender knows (§14.12): 1 to `maxNamesCount` entries. Not
     /// replication: the node's name directory takes it, never the sync core.
     case names([UserName])
+    /// Content transfer (§17.8): only between nodes with the *content* feature bit. Not
+    /// replication: the node's content service takes it, never the sync core.
+    case content(ContentTransferMessage)
 
     /// The type byte this message travels under.
     public var type: SyncMessageType {
@@ -38,6 +41,7 @@ public enum SyncMessage: Hashable, Sendable {
         case .ihave: .ihave
         case .prune: .prune
         case .names: .names
+        case .content(let message): message.type
         }
     }
 }

@@ -22,6 +22,26 @@ public enum SyncMessageType: UInt8, Hashable, Sendable, CaseIterable, CustomStri
     /// has the *names* feature bit (§3.3).
     case names = 0x09
 
+    // Content transfer (§17.8). Sent only to a node whose node info has the *content* feature
+    // bit (§3.3); `ContentTransferMessage` reads and writes their bodies.
+
+    /// "Which chunks of this content do you hold?" (§17.8).
+    case holdingsRequest = 0x0a
+    /// The chunks of a content the sender holds verified: none, all, or a bitset (§17.8).
+    case holdings = 0x0b
+    /// "Send me this content's manifest" (§17.8).
+    case manifestRequest = 0x0c
+    /// A content's manifest (§17.4), or that the sender does not hold it (§17.8).
+    case manifest = 0x0d
+    /// "Send me these chunks of this content" (§17.8).
+    case chunkRequest = 0x0e
+    /// One chunk: the chunk message of §17.6, sent outside the connection's zstd stream.
+    case chunk = 0x0f
+    /// "I do not hold these chunks" (an answer to CHUNK REQUEST, §17.8).
+    case notHeld = 0x10
+    /// "Do not send these chunks after all" (§17.8).
+    case cancel = 0x11
+
     public var description: String {
         switch self {
         case .have: "HAVE"
@@ -33,6 +53,14 @@ public enum SyncMessageType: UInt8, Hashable, Sendable, CaseIterable, CustomStri
         case .summary: "SUMMARY"
         case .compressed: "COMPRESSED"
         case .names: "NAMES"
+        case .holdingsRequest: "HOLDINGS REQUEST"
+        case .holdings: "HOLDINGS"
+        case .manifestRequest: "MANIFEST REQUEST"
+        case .manifest: "MANIFEST"
+        case .chunkRequest: "CHUNK REQUEST"
+        case .chunk: "CHUNK"
+        case .notHeld: "NOT HELD"
+        case .cancel: "CANCEL"
         }
     }
 }

@@ -25,8 +25,12 @@ public enum SyncCompression {
     /// be longer than the message (a 102-byte answer went out as 112 bytes). Whether a piece
     /// shrinks is only known after it has entered the stream, and every piece must then reach
     /// the decoder, so the choice is made by type, before compressing.
+    ///
+    /// MANIFEST and CHUNK go plain too (§17.8): leaf hashes do not compress, and a chunk's
+    /// frame is compressed already when that pays, once, by the node that added the content.
     static func sentPlain(typeByte: UInt8?) -> Bool {
-        typeByte == SyncMessageType.have.rawValue
+        typeByte == SyncMessageType.have.rawValue || typeByte == SyncMessageType.manifest.rawValue
+            || typeByte == SyncMessageType.chunk.rawValue
     }
 }
 

@@ -9,6 +9,10 @@ public struct NodeFeatures: OptionSet, Hashable, Sendable {
     /// Bit 0, *names*: the node understands the NAMES sync message (§14.12), by which peers
     /// tell each other the display names of users they know.
     public static let names = NodeFeatures(rawValue: 1 << 0)
+
+    /// Bit 1, *content*: the node understands the content-transfer sync messages (§17.8):
+    /// it answers what it holds of a content, serves manifests and chunks, and asks for them.
+    public static let content = NodeFeatures(rawValue: 1 << 1)
 }
 
 extension NodeInfo {

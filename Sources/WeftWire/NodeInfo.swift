@@ -7,7 +7,8 @@ import WeftCrypto
 /// | optional listen port (u16). Bytes after those are ignored, so later versions can append fields.
 public struct NodeInfo: Hashable, Sendable {
     public var protocolVersion: UInt16
-    /// Feature bits (`NodeFeatures`, SPEC.md §3.3): bit 0 says the node understands NAMES.
+    /// Feature bits (`NodeFeatures`, SPEC.md §3.3): bit 0 says the node understands NAMES,
+    /// bit 1 the content-transfer messages (§17.8).
     public var features: UInt64
     /// The node's identity; its converted X25519 key must equal the Noise static key.
     public var identity: PublicIdentity

@@ -174,10 +174,14 @@ struct SyncMessageVectorTests {
         }
     }
 
-    @Test("every type but HAVE and COMPRESSED is in the vectors (theirs are in reconciliation.json and sync-stream.json)")
+    @Test("every type but HAVE, COMPRESSED and content transfer's is in the vectors (theirs are in reconciliation.json, sync-stream.json and content-transfer.json)")
     func everyTypeCovered() throws {
         let covered = Set(try SyncMessageVectors.load().messages.map(\.typeByte))
-        #expect(covered == Set(SyncMessageType.allCases.filter { $0 != .have && $0 != .compressed }.map(\.rawValue)))
+        let elsewhere: Set<SyncMessageType> = [.have, .compressed, .holdingsRequest, .holdings, .manifestRequest, .manifest, .chunkRequest, .chunk, .notHeld, .cancel]
+        #expect(covered == Set(SyncMessageType.allCases.filter { !elsewhere.contains($0) }.map(\.rawValue)))
+        // Each content-transfer type has its vectors in content-transfer.json.
+        let content = Set(try ContentTransferVectors.load().messages.map(\.typeByte))
+        #expect(content == Set(elsewhere.subtracting([.have, .compressed]).map(\.rawValue)))
     }
 }
 

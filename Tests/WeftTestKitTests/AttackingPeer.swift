@@ -133,6 +133,9 @@ final class AttackingPeer: Sendable {
         try await node.send(ByteBuffer(bytes: payload), to: peer)
     }
 
+    /// How the first connection with `peer` that ended, ended; nil while none has.
+    func connectionEnd(with peer: PublicIdentity) -> ConnectionEnd? { record.ends.withLock { $0[peer] } }
+
     /// How the first connection with `peer` that ended, ended.
     func waitForConnectionEnd(with peer: PublicIdentity) async throws -> ConnectionEnd {
         var end: ConnectionEnd?

@@ -18,6 +18,8 @@ struct Links: ~Copyable {
     var jobs: [ConnectionNumber: AsyncStream<StoreReadJob>.Continuation] = [:]
     /// Connections whose peer set the *names* feature bit (§3.3): the only ones told NAMES.
     var namesPeers: Set<ConnectionNumber> = []
+    /// Connections whose peer set the *content* feature bit, as the content service knows them.
+    var contentLinks: [ConnectionNumber: ContentLink] = [:]
     var spawn: AsyncStream<@Sendable () async -> Void>.Continuation?
 }
 

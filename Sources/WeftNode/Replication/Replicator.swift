@@ -28,6 +28,10 @@ import WeftWire
 /// With a `PeerDirectory`, it records every node event there and carries the display names
 /// peers tell each other (NAMES, §14.12): names are not replication state, so it handles them
 /// itself and the core never sees them.
+///
+/// With a `ContentService`, it runs the service beside replication, tells it of connections
+/// with peers that set the *content* feature bit, and hands it their content-transfer messages
+/// (§17.8); the core never sees those either.
 public final class Replicator: Service, Sendable {
     public let node: MeshNode
     public let localAuthor: LocalAuthor
@@ -38,6 +42,10 @@ public final class Replicator: Service, Sendable {
     /// Connections and names, kept from node events and NAMES; nil for a node that keeps none
     /// (it then never sends NAMES, and ignores any it gets).
     let directory: PeerDirectory?
+    /// Rich content (§17.8): told of connections with peers that set the *content* bit, and
+    /// handed their content-transfer messages; nil for a node that keeps no content (it then
+    /// ignores any such message).
+    public let content: ContentService?
 
     /// The core until `run()` hands it to its driver; nil after.
     let initialCore: Mutex<SyncCore?>
@@ -59,11 +67,12 @@ public final class Replicator: Service, Sendable {
 
     public init(
         node: MeshNode, localAuthor: LocalAuthor, configuration: ReplicationConfiguration = ReplicationConfiguration(),
-        logger: Logger = Logger(label: "weft.replication"), directory: PeerDirectory? = nil,
+        logger: Logger = Logger(label: "weft.replication"), directory: PeerDirectory? = nil, content: ContentService? = nil,
         observer: @escaping @Sendable (NodeEvent) -> Void = { _ in }
     ) throws {
         self.node = node
         self.directory = directory
+        self.content = content
         self.localAuthor = localAuthor
         self.configuration = configuration
         self.logger = logger
@@ -91,6 +100,10 @@ public final class Replicator: Service, Sendable {
             }
             if let core = initialCore.withLock({ $0.take() }) { group.addTask { await self.drive(core) } }
             group.addTask { await self.consumeEvents() }
+            if let content {
+                let contentChanges = store.changes(includingMessages: false)
+                group.addTask { await content.run(changes: contentChanges) }
+            }
             group.addTask { await self.consumeCommits(changes) }
             group.addTask { await self.storeReceived() }
             group.addTask { await self.markAcknowledged() }
@@ -195,14 +208,21 @@ public final class Replicator: Service, Sendable {
                 streams[connection] = SyncStreamDecoder()
                 let tellsNames = directory != nil && info.supportedFeatures.contains(.names)
                 let (peer, replaced) = connect(connection, tellsNames: tellsNames)
-                if let replaced { await feed(.disconnected(replaced)) }
+                if let replaced {
+                    await contentDisconnected(replaced)
+                    await feed(.disconnected(replaced))
+                }
                 await feed(.connected(peer, user: info.identity))
                 await introduce(peer, news: news)
+                if content != nil, info.supportedFeatures.contains(.content) { await contentConnected(peer, connection) }
             case .connectionEnded(_, _, _, let connection?):
                 // Keyed by connection: the end of a connection that a newer one replaced
                 // finds nothing (its replacement forgot it), whatever order the events take.
                 streams[connection] = nil
-                if let peer = disconnect(connection) { await feed(.disconnected(peer)) }
+                if let peer = disconnect(connection) {
+                    await contentDisconnected(peer)
+                    await feed(.disconnected(peer))
+                }
                 lastConnectionEnd.withLock { $0 = (.now, false) }
             case .data(let connection, let payload):
                 guard let peer = links.withLock({ $0.peers[connection] }), let stream = streams[connection] else { continue }
@@ -216,6 +236,11 @@ public final class Replicator: Service, Sendable {
                 }
                 if case .names(let names) = message {
                     await heard(names, from: connection.identity)
+                    continue
+                }
+                if case .content(let message) = message {
+                    // Waits while chunks are being verified: this peer is read no faster.
+                    await contentReceived(message, on: peer)
                     continue
                 }
                 await feed(.received(peer, message))

@@ -1,0 +1,115 @@
+import Foundation
+import NIOCore
+import WeftModel
+import WeftStore
+import WeftTransfer
+
+// Adding content this node's user sends (SPEC.md §11.2, §17.2–§17.4): read a chunk at a time,
+// hashed into its manifest and written into the content store as it is read, so that a file
+// is read once and never held in memory whole.
+
+extension ContentService {
+    /// Adds the file's bytes as content of `mimeType` and returns its descriptor (for a
+    /// message part: `MessagePart(mimeType:content:)`). The file is read a chunk at a time, on
+    /// the thread pool. Adding content the node holds already changes nothing.
+    /// - Throws: `ContentServiceError` (`.unsupportedSize` for an empty file or one over
+    ///   8 GiB, `.unreadableFile`, `.storage` when the disk is full).
+    public func importContent(file: URL, mimeType: String) async throws -> ContentDescriptor {
+        let path = file.path
+        return try await add(mimeType: mimeType) {
+            let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                throw ContentServiceError(.unreadableFile, "Cannot open \(path): \(String(cString: strerror(errno))).")
+            }
+            defer { Glibc.close(descriptor) }
+            var info = stat()
+            guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+                throw ContentServiceError(.unreadableFile, "\(path) is not a regular file.")
+            }
+            return (UInt64(info.st_size), { buffer, offset in
+                var done = 0
+                while done < buffer.count, let base = buffer.baseAddress {
+                    let count = pread(descriptor, base + done, buffer.count - done, off_t(offset + done))
+                    if count < 0 {
+                        if errno == EINTR { continue }
+                        throw ContentServiceError(.unreadableFile, "Cannot read \(path): \(String(cString: strerror(errno))).")
+                    }
+                    guard count > 0 else {
+                        throw ContentServiceError(.unreadableFile, "\(path) got shorter while it was read.")
+                    }
+                    done += count
+                }
+            })
+        }
+    }
+
+    /// Adds `bytes` as content of `mimeType` (see `importContent(file:mimeType:)`).
+    public func importContent(bytes: [UInt8], mimeType: String) async throws -> ContentDescriptor {
+        try await add(mimeType: mimeType) {
+            (UInt64(bytes.count), { buffer, offset in
+                bytes.withUnsafeBytes { source in
+                    buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[offset..<(offset + buffer.count)]))
+                }
+            })
+        }
+    }
+
+    /// Reads content of a known size a chunk at a time (`read(buffer, offset)` fills the
+    /// buffer from that offset), writing it to an import file and hashing it; then keeps the
+    /// manifest and names the content by its root.
+    private func add(
+        mimeType: String,
+        _ source: @escaping @Sendable () throws -> (UInt64, (UnsafeMutableRawBufferPointer, Int) throws -> Void)
+    ) async throws -> ContentDescriptor {
+        let manifest: ContentManifest
+        do {
+            manifest = try await blocking {
+                let (size, read) = try source()
+                var builder: ContentManifestBuilder
+                do throws(ContentError) {
+                    builder = try ContentManifestBuilder(byteCount: size)
+                } catch {
+                    throw ContentServiceError(.unsupportedSize, "\(error.detail.prefix(1).uppercased())\(error.detail.dropFirst()).")
+                }
+                let importing = try self.contentStore.beginImport()
+                var buffer = [UInt8](repeating: 0, count: builder.chunkByteCount)
+                var offset = 0
+                while let length = builder.nextChunkByteCount {
+                    try buffer.withUnsafeMutableBytes { raw in
+                        let chunk = UnsafeMutableRawBufferPointer(rebasing: raw[0..<length])
+                        try read(chunk, offset)
+                        try builder.append(UnsafeRawBufferPointer(chunk))
+                        try importing.append(UnsafeRawBufferPointer(chunk))
+                    }
+                    offset += length
+                }
+                let manifest = try builder.finish()
+                let root = try ContentStore.Root(manifest.root.bytes)
+                // The manifest first: content is served only with it (a manifest alone is harmless).
+                try self.contentStore.writeManifest(Array(manifest.wire.readableBytesView), for: root)
+                try importing.finish(as: root, layout: try Self.layout(of: manifest.descriptor))
+                return manifest
+            }
+        } catch let error as ContentServiceError {
+            throw error
+        } catch let error as ContentStoreError {
+            throw ContentServiceError(.storage, error.message)
+        } catch is CancellationError {
+            throw ContentServiceError(.stopped, "The content service stopped before the content was added.")
+        } catch {
+            throw ContentServiceError(.storage, "Cannot add the content: \(error).")
+        }
+        let descriptor = manifest.descriptor
+        remember(mimeType: mimeType, of: descriptor.root)
+        descriptors.withLock { descriptors in
+            if descriptors.count >= Self.maxRemembered { descriptors.removeAll() }
+            descriptors[descriptor.root] = descriptor
+        }
+        board.added(descriptor)
+        // Any download of it is over (if the driver has no room, that download completes by
+        // itself: the same bytes); peers that asked are told.
+        events.offer(.imported(descriptor))
+        holdMore(of: descriptor.root, isComplete: true)
+        return descriptor
+    }
+}

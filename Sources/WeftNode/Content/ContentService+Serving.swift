@@ -1,0 +1,160 @@
+import NIOCore
+import WeftModel
+import WeftStore
+import WeftSync
+import WeftTransfer
+
+// Serving (SPEC.md §17.8): one server task per content-capable connection answers what its
+// peer asks, one job at a time, reading from the disk on the thread pool. Chunks and manifests
+// go on the connection's bulk lane, each once the lane has room; everything else on the sync
+// lane.
+
+extension ContentService {
+    /// The server of one connection: answers its queue's jobs until it closes.
+    func serve(_ queue: ContentServeQueue) async {
+        let link = queue.link
+        while let job = await queue.next() {
+            switch job {
+            case .holdings(let root):
+                await answerHoldings(root, queue: queue)
+            case .manifest(let root):
+                await sendManifest(root, queue: queue)
+            case .chunk(let root, let index):
+                await sendChunk(index, of: root, link: link)
+            }
+            queue.done(job)
+        }
+    }
+
+    // MARK: - HOLDINGS
+
+    private func answerHoldings(_ root: ContentRoot, queue: ContentServeQueue) async {
+        let holdings: ContentHoldings
+        do {
+            holdings = try await blocking { try self.holdings(of: root) }
+        } catch {
+            if !(error is CancellationError) { logger.error("cannot tell what is held of content \(root): \(error)") }
+            return
+        }
+        if holdings != .all { queue.remember(root) }
+        await send(.holdings(root, holdings), to: queue.link)
+    }
+
+    /// What this node holds verified of `root`. Blocks (a few `stat`s).
+    func holdings(of root: ContentRoot) throws -> ContentHoldings {
+        let storeRoot = try ContentStore.Root(root.bytes)
+        switch contentStore.holding(storeRoot) {
+        case .complete:
+            return .all
+        case .partial:
+            guard let verified = contentStore.verifiedChunks(of: storeRoot), verified.count > 0,
+                verified.chunkCount <= ContentDescriptor.maxChunkCount
+            else { return .none }
+            return .chunks(TransferChunkSet(chunkCount: verified.chunkCount, chunks: verified.verified))
+        case .absent:
+            return .none
+        }
+    }
+
+    // MARK: - MANIFEST
+
+    private func sendManifest(_ root: ContentRoot, queue: ContentServeQueue) async {
+        let link = queue.link
+        let bytes: [UInt8]?
+        do {
+            bytes = try await blocking { try self.contentStore.readManifest(of: try ContentStore.Root(root.bytes)) }
+        } catch {
+            if error is CancellationError { return }
+            logger.error("cannot read the manifest of content \(root): \(error)")
+            bytes = nil
+        }
+        // Kept only once verified (§11.2); checked again as far as serving needs: its root.
+        guard let bytes, bytes.count > ContentManifest.headerByteCount,
+            bytes[9..<(9 + ContentRoot.byteCount)].elementsEqual(root.bytes)
+        else {
+            queue.remember(root)
+            await send(.manifest(root, nil), to: link)
+            return
+        }
+        var payload = ByteBuffer()
+        payload.reserveCapacity(1 + ContentRoot.byteCount + 1 + bytes.count)
+        payload.writeInteger(SyncMessageType.manifest.rawValue)
+        payload.writeBytes(root.bytes)
+        payload.writeInteger(UInt8(1))
+        payload.writeBytes(bytes)
+        await link.outbox.waitForBulkRoom()
+        link.outbox.enqueueBulk(payload)
+        counters.withLock { $0.manifestsServed += 1 }
+    }
+
+    // MARK: - CHUNK
+
+    private func sendChunk(_ index: UInt32, of root: ContentRoot, link: ContentLink) async {
+        guard let descriptor = await descriptor(of: root), Int(index) < descriptor.chunkCount else {
+            await send(.notHeld(root, chunks: [index]), to: link)
+            return
+        }
+        let mimeType = mimeTypes.withLock { $0[root] } ?? "application/octet-stream"
+        let frame: ByteBuffer?
+        do {
+            frame = try await blocking { () -> ByteBuffer? in
+                let storeRoot = try ContentStore.Root(root.bytes)
+                let bytes: [UInt8]
+                do {
+                    bytes = try self.contentStore.read(
+                        storeRoot, layout: try Self.layout(of: descriptor), chunks: Int(index)..<Int(index) + 1)
+                } catch let error as ContentStoreError where error.code == .notHeld || error.code == .chunkMissing {
+                    return nil
+                }
+                return self.coders.withEncoder { $0.encode(bytes, mimeType: mimeType) }
+            }
+        } catch {
+            if error is CancellationError { return }
+            logger.error("cannot read chunk \(index) of content \(root) to serve it: \(error)")
+            frame = nil
+        }
+        guard let frame else {
+            await send(.notHeld(root, chunks: [index]), to: link)
+            return
+        }
+        var payload = ByteBuffer()
+        payload.reserveCapacity(1 + ChunkMessage.headerByteCount + frame.readableBytes)
+        payload.writeInteger(SyncMessageType.chunk.rawValue)
+        ChunkMessage(root: root, index: index, frame: frame).write(to: &payload)
+        await link.outbox.waitForBulkRoom()
+        if link.outbox.isClosed { return }
+        link.outbox.enqueueBulk(payload)
+        counters.withLock { $0.chunksServed += 1 }
+        board.sent(root, chunk: Int(index), wireBytes: frame.readableBytes)
+    }
+
+    /// The descriptor of a content held, from its manifest's first bytes (cached).
+    func descriptor(of root: ContentRoot) async -> ContentDescriptor? {
+        if let known = descriptors.withLock({ $0[root] }) { return known }
+        let descriptor = try? await blocking { () -> ContentDescriptor? in
+            guard let prefix = try self.contentStore.readManifestPrefix(
+                of: try ContentStore.Root(root.bytes), count: ContentDescriptor.encodedByteCount)
+            else { return nil }
+            return try? ContentDescriptor(encoding: prefix)
+        }
+        guard let descriptor = descriptor ?? nil, descriptor.root == root else { return nil }
+        descriptors.withLock { descriptors in
+            if descriptors.count >= Self.maxRemembered { descriptors.removeAll() }
+            descriptors[root] = descriptor
+        }
+        return descriptor
+    }
+
+    /// Queues an answer on the connection's sync lane, once the lane is below its high mark:
+    /// a peer that asks and does not read its answers stops being answered (its requests then
+    /// wait in its bounded queue, and more are dropped), so it never grows the lane.
+    func send(_ message: ContentTransferMessage, to link: ContentLink) async {
+        await link.outbox.waitForRoom()
+        if link.outbox.isClosed { return }
+        do {
+            await link.send(try SyncMessage.content(message).payload())
+        } catch {
+            logger.error("cannot encode a \(message.type) message for \(link.identity): \(error)")
+        }
+    }
+}

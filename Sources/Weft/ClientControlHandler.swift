@@ -179,7 +179,20 @@ public final class ClientControlHandler: ControlHandler {
         let page = try await call { () async throws(WeftError) in
             try await client.messages(MessageQuery(predicates, sort: [MessageSort(.position)], limit: limit, offset: offset))
         }
-        return (total, page.map { MessageRecord($0, localUser: client.localUser) })
+        return (total, page.map { record(of: $0) })
+    }
+
+    /// A message as the control protocol shows it, with where each rich-content part's
+    /// transfer stands on this node.
+    private func record(of message: Message) -> MessageRecord {
+        let localUser = client.localUser
+        var states: [ContentRoot: MessageRecord.ContentState] = [:]
+        if let content {
+            for part in message.parts {
+                if let descriptor = part.content { states[descriptor.root] = content.state(of: descriptor, sentByLocalUser: message.sender == localUser) }
+            }
+        }
+        return MessageRecord(message, localUser: localUser, content: states)
     }
 
     public func markRead(_ message: OperationID) async throws(ControlFailure) {

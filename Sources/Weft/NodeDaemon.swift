@@ -77,7 +77,6 @@ package final class NodeDaemon: Service, Sendable {
         self.configuration = configuration
         self.logger = logger
         self.onReady = onReady
-        client = try WeftClient(store: store, identity: identity, timeToLive: configuration.timeToLive)
         // Peers added at run time before (CONNECT), and where peers last said they listen, are
         // dialed again, as added ones; what peers announce from now on is remembered.
         let remembered = RememberedPeers(home: home)
@@ -93,6 +92,8 @@ package final class NodeDaemon: Service, Sendable {
         } catch {
             throw NodeDaemonError("Cannot open the content directory in \(home.directory.path): \(error).")
         }
+        // Parts over 2 KB the local user sends become rich content this service keeps (§17).
+        client = try WeftClient(store: store, identity: identity, timeToLive: configuration.timeToLive, contentImporter: content)
         nodeConfiguration.addressAnnounced = { [logger] user, address, dialed in
             do {
                 try remembered.announced(address, by: user, dialed: dialed)
@@ -130,7 +131,7 @@ package final class NodeDaemon: Service, Sendable {
                 displayName: configuration.node.displayName, timeToLive: configuration.timeToLive,
                 retentionDays: configuration.retentionDays, startedAt: LocalAuthor.systemClock()),
             node: node, replication: ReplicatorFigures(replicator: replicator), discovery: discovery,
-            rememberedPeers: remembered)
+            rememberedPeers: remembered, content: content)
         events.daemon = self
     }
 

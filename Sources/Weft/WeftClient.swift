@@ -27,9 +27,10 @@ public actor WeftClient {
     /// the operation limit.
     public private(set) var contentImporter: (any ContentImporter)?
 
-    public init(localAuthor: LocalAuthor, timeToLive: Duration = WeftClient.defaultTimeToLive) {
+    public init(localAuthor: LocalAuthor, timeToLive: Duration = WeftClient.defaultTimeToLive, contentImporter: (any ContentImporter)? = nil) {
         self.localAuthor = localAuthor
         self.timeToLive = timeToLive
+        self.contentImporter = contentImporter
     }
 
     /// Sends parts over `threshold` bytes as rich content through `importer`.
@@ -40,9 +41,11 @@ public actor WeftClient {
 
     /// A client over `store` for `identity`, which must be the store's local user.
     /// - Parameter wallClock: milliseconds since 1970; tests inject their own.
+    /// - Parameter contentImporter: where parts over 2048 bytes go as rich content; nil keeps
+    ///   every part inline.
     public init(
         store: Store, identity: NodeIdentity, timeToLive: Duration = WeftClient.defaultTimeToLive,
-        wallClock: @escaping @Sendable () -> UInt64 = LocalAuthor.systemClock
+        wallClock: @escaping @Sendable () -> UInt64 = LocalAuthor.systemClock, contentImporter: (any ContentImporter)? = nil
     ) throws(WeftError) {
         let localAuthor: LocalAuthor
         do {
@@ -50,7 +53,7 @@ public actor WeftClient {
         } catch {
             throw .storage("\(error)")
         }
-        self.init(localAuthor: localAuthor, timeToLive: timeToLive)
+        self.init(localAuthor: localAuthor, timeToLive: timeToLive, contentImporter: contentImporter)
     }
 
     // MARK: - Conversations

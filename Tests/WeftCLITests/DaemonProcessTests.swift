@@ -218,8 +218,6 @@ struct DaemonProcessTests {
         let conversation = try await alice.ok("conv new", arguments: [bobID])
         let unknown = String(repeating: "0f", count: 16)
         let file = try dir.write("a.txt", "a")
-        let big = dir.path("big.bin")
-        try Data(count: 600_000).write(to: URL(fileURLWithPath: big))
 
         let cases: [([String], String)] = [
             (["conv", "show", "xyz"], "\"xyz\" is not a conversation identifier"),
@@ -228,9 +226,6 @@ struct DaemonProcessTests {
             (["send", unknown, "--text", "hi"], "There is no conversation \(unknown)"),
             (["send", conversation, "--file", "\(file):text/"], "The MIME type \"text/\" is not of the form type/subtype."),
             (["send", conversation, "--file", dir.path("missing.txt")], "there is no such file"),
-            // Read by the node itself: inline, past the operation limit, until the node keeps
-            // large files as rich content.
-            (["send", conversation, "--file", big], "(the limit is 524288)"),
             (["send", conversation], "Give at least one --text or --file."),
             (["read", conversation], "is not a message identifier"),
             (["read", String(repeating: "ee", count: 32)], "There is no message"),

@@ -21,11 +21,13 @@ extension ContentService {
             guard descriptor >= 0 else {
                 throw ContentServiceError(.unreadableFile, "Cannot open \(path): \(String(cString: strerror(errno))).")
             }
-            defer { Glibc.close(descriptor) }
             var info = stat()
             guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+                Glibc.close(descriptor)
                 throw ContentServiceError(.unreadableFile, "\(path) is not a regular file.")
             }
+            // Open until the reading is over (`add` calls the closer): closed any earlier, its
+            // number could be given to the import file, and the reads would read that.
             return (UInt64(info.st_size), { buffer, offset in
                 var done = 0
                 while done < buffer.count, let base = buffer.baseAddress {
@@ -39,7 +41,7 @@ extension ContentService {
                     }
                     done += count
                 }
-            })
+            }, { Glibc.close(descriptor) })
         }
     }
 
@@ -50,7 +52,7 @@ extension ContentService {
                 bytes.withUnsafeBytes { source in
                     buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[offset..<(offset + buffer.count)]))
                 }
-            })
+            }, {})
         }
     }
 
@@ -59,12 +61,13 @@ extension ContentService {
     /// manifest and names the content by its root.
     private func add(
         mimeType: String,
-        _ source: @escaping @Sendable () throws -> (UInt64, (UnsafeMutableRawBufferPointer, Int) throws -> Void)
+        _ source: @escaping @Sendable () throws -> (UInt64, (UnsafeMutableRawBufferPointer, Int) throws -> Void, () -> Void)
     ) async throws -> ContentDescriptor {
         let manifest: ContentManifest
         do {
             manifest = try await blocking {
-                let (size, read) = try source()
+                let (size, read, close) = try source()
+                defer { close() }
                 var builder: ContentManifestBuilder
                 do throws(ContentError) {
                     builder = try ContentManifestBuilder(byteCount: size)

@@ -83,6 +83,10 @@ public final class ContentService: Sendable {
         return contentFile(root) != nil ? .complete : .readyForDownload
     }
 
+    /// The content's progress as it stands, if it is being transferred (or was, since the
+    /// node started); nil otherwise.
+    public func currentProgress(of root: ContentRoot) -> ContentProgress? { board.progress(of: root) }
+
     /// The content's progress: what is known now, then each change, until it is complete (the
     /// last value's fraction is then exactly 1) or failed. Verified bytes never go backwards.
     public func progress(of root: ContentRoot) -> AsyncStream<ContentProgress> {

@@ -1,0 +1,82 @@
+import Foundation
+import WeftControl
+import WeftModel
+import WeftNode
+
+// The node's content service as the client and the control protocol use it: it keeps what
+// the local user sends, and fetches, reports and copies out what others send.
+
+extension ContentService: ContentImporter {}
+
+extension ContentService: ContentDownloads {
+    public func download(
+        _ descriptor: ContentDescriptor, mimeType: String, to path: String, _ emit: @escaping @Sendable (DownloadProgress) async throws -> Void
+    ) async throws {
+        let root = descriptor.root
+        if contentFile(root) == nil { await download(descriptor, mimeType: mimeType) }
+        // What is known now, then each change, until the content is whole or failed.
+        for await progress in self.progress(of: root) {
+            let status = self.status(of: root)
+            try await emit(DownloadProgress(progress, status: status))
+            if case .failed(let reason) = status { throw ControlFailure(.internalError, "The download failed: \(reason).") }
+        }
+        guard let file = contentFile(root) else {
+            let status = self.status(of: root)
+            throw ControlFailure(.internalError, "The download of \(root.hex.prefix(16)) ended without the whole content (\(status)).")
+        }
+        if !path.isEmpty { try Self.copy(file, to: path) }
+    }
+
+    public func state(of descriptor: ContentDescriptor, sentByLocalUser: Bool) -> MessageRecord.ContentState {
+        let status = self.status(of: descriptor.root)
+        let verified: UInt64 =
+            switch status {
+            case .complete, .awaitingUpload, .uploading: descriptor.byteCount
+            default: min(currentProgress(of: descriptor.root)?.verifiedBytes ?? 0, descriptor.byteCount)
+            }
+        let (code, reason) = DownloadProgress.code(of: status)
+        return MessageRecord.ContentState(root: descriptor.root.bytes, status: code, verifiedBytes: verified, reason: reason)
+    }
+
+    /// `file` copied to `path` through a temporary file renamed over it.
+    static func copy(_ file: URL, to path: String) throws(ControlFailure) {
+        let target = URL(fileURLWithPath: path)
+        let temporary = target.deletingLastPathComponent().appendingPathComponent(".\(target.lastPathComponent).weft-download")
+        do {
+            try? FileManager.default.removeItem(at: temporary)
+            try FileManager.default.copyItem(at: file, to: temporary)
+            // The content file is read-only in the store; the copy is the user's.
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: temporary.path)
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw ControlFailure(.storageFailed, "Cannot write \(path): \(error.localizedDescription)")
+        }
+        guard rename(temporary.path, target.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            try? FileManager.default.removeItem(at: temporary)
+            throw ControlFailure(.storageFailed, "Cannot write \(path): \(reason).")
+        }
+    }
+}
+
+extension DownloadProgress {
+    init(_ progress: ContentProgress, status: ContentTransferStatus) {
+        let (code, reason) = Self.code(of: status)
+        self.init(
+            verifiedBytes: min(progress.verifiedBytes, progress.totalBytes), totalBytes: progress.totalBytes, wireBytes: progress.wireBytes,
+            bytesPerSecond: UInt64(max(0, progress.bytesPerSecond)), status: code, reason: reason)
+    }
+
+    /// The control protocol's status code and reason for a transfer status.
+    static func code(of status: ContentTransferStatus) -> (ContentStatus, String) {
+        switch status {
+        case .awaitingUpload: (.awaitingUpload, "")
+        case .uploading: (.uploading, "")
+        case .readyForDownload: (.readyForDownload, "")
+        case .downloading: (.downloading, "")
+        case .complete: (.complete, "")
+        case .paused(let reason): (.paused, reason)
+        case .failed(let reason): (.failed, reason)
+        }
+    }
+}

@@ -288,6 +288,8 @@ public final class ClientControlHandler: ControlHandler {
         var counters = await replication.statistics()
         // NAMES entries dropped past a peer's bound (§14.12): the directory's, not the core's.
         counters.append(ReplicationCounter(name: "namesDropped", value: directory.namesDropped))
+        // Rich content's (§17), when the node transfers it.
+        counters += content?.counters ?? []
         if let packets = discovery?.statistics {
             // LAN discovery's packets (SPEC.md §16), when it runs.
             counters += [

@@ -13,4 +13,7 @@ public protocol ContentDownloads: Sendable {
 
     /// Where the content's transfer stands here, as a message record shows it.
     func state(of descriptor: ContentDescriptor, sentByLocalUser: Bool) -> MessageRecord.ContentState
+
+    /// Counters for STATISTICS (chunks served, received, verified, corrupt, ...).
+    var counters: [ReplicationCounter] { get }
 }

@@ -38,6 +38,15 @@ extension ContentService: ContentDownloads {
         return MessageRecord.ContentState(root: descriptor.root.bytes, status: code, verifiedBytes: verified, reason: reason)
     }
 
+    public var counters: [ReplicationCounter] {
+        let counts = statistics
+        return [
+            ("chunksServed", counts.chunksServed), ("chunksReceived", counts.chunksReceived), ("chunksVerified", counts.chunksVerified),
+            ("corruptChunks", counts.corruptChunks), ("chunksIgnored", counts.chunksIgnored), ("manifestsServed", counts.manifestsServed),
+            ("contentRequestsDropped", counts.requestsDropped), ("downloadsCompleted", counts.downloadsCompleted),
+        ].map { ReplicationCounter(name: $0.0, value: UInt64(clamping: $0.1)) }
+    }
+
     /// `file` copied to `path` through a temporary file renamed over it.
     static func copy(_ file: URL, to path: String) throws(ControlFailure) {
         let target = URL(fileURLWithPath: path)

@@ -132,6 +132,14 @@ extension LocalMesh {
         }
 
         @discardableResult
+        /// Sends the file at `path` (read by the node itself: over 2 KB it is rich content).
+        public func sendFile(_ path: String, mimeType: String = "application/octet-stream", in conversation: ConversationID) async throws -> OperationID {
+            guard case .sent(let id) = try await request(.sendFiles([.init(mimeType: mimeType, source: .file(path))], in: conversation)) else {
+                throw LocalMeshError("Node \(name): SEND FILES was not answered with SENT")
+            }
+            return id
+        }
+
         public func send(_ parts: [ControlRequest.Part], in conversation: ConversationID) async throws -> OperationID {
             guard case .sent(let id) = try await request(.send(parts, in: conversation)) else { throw unexpected("SEND") }
             return id

@@ -72,7 +72,7 @@ extension LocalMeshTests {
     }
 
     /// The value of one of the node's replication counters.
-    private static func counter(_ name: String, of node: LocalMesh.Node) async throws -> UInt64 {
+    static func counter(_ name: String, of node: LocalMesh.Node) async throws -> UInt64 {
         try await node.statistics().first { $0.name == name }?.value ?? 0
     }
 

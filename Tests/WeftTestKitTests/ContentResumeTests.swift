@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+import WeftControl
+import WeftModel
+import WeftTestKit
+
+extension LocalMeshTests {
+    /// The part of `message`'s record at `node` that is rich content.
+    static func contentPart(of message: OperationID, in conversation: ConversationID, at node: LocalMesh.Node) async throws -> MessageRecord.Part? {
+        try await node.messages(in: conversation).first { $0.id == message }?.parts.first { $0.content != nil }
+    }
+
+    @Test("a receiving node killed with SIGKILL part way through a download resumes after its restart: the content arrives whole, and the chunks it had verified are not sent again")
+    func killedDownloadResumes() async throws {
+        try await LocalMesh.with(nodes: 2, topology: .line) { mesh in
+            try await mesh.waitUntilLinked()
+            let (a, b) = (mesh.nodes[0], mesh.nodes[1])
+            // Random bytes: no chunk compresses, so the wire carries what the disk holds.
+            var bytes = [UInt8](repeating: 0, count: 96 << 20)
+            var state: UInt64 = 0x2545_F491_4F6C_DD1D
+            bytes.withUnsafeMutableBytes { raw in
+                let words = raw.bindMemory(to: UInt64.self)
+                for index in words.indices {
+                    state ^= state << 13; state ^= state >> 7; state ^= state << 17
+                    words[index] = state
+                }
+            }
+            let file = a.home.deletingLastPathComponent().appendingPathComponent("large.bin")
+            try Data(bytes).write(to: file)
+            let chat = try await a.createConversation(with: [b.user])
+            let message = try await a.sendFile(file.path, in: chat.id)
+            try await b.wait(for: .message(message), timeout: .seconds(30))
+
+            // Kill b once some of the content is verified there, well before the end.
+            var verifiedBeforeKill: UInt64 = 0
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline {
+                let part = try await Self.contentPart(of: message, in: chat.id, at: b)
+                let verified = part?.content?.verifiedBytes ?? 0
+                if verified > 0 {
+                    verifiedBeforeKill = verified
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            try await mesh.kill(1)
+            let servedBeforeRestart = try await Self.counter("chunksServed", of: a)
+            #expect(verifiedBeforeKill > 0 && verifiedBeforeKill < UInt64(bytes.count), "killed part way: \(verifiedBeforeKill) of \(bytes.count) bytes verified")
+
+            try await mesh.restart(1)
+            try await b.wait(for: .message(message), timeout: .seconds(30))
+            var complete: MessageRecord.Part?
+            let end = ContinuousClock.now + .seconds(120)
+            while ContinuousClock.now < end {
+                if let part = try await Self.contentPart(of: message, in: chat.id, at: b), part.content?.status == .complete {
+                    complete = part
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let part = try #require(complete, "the download completes after the restart")
+            let root = try #require(part.content?.root).map { String(format: "%02x", $0) }.joined()
+            let received = try Data(contentsOf: b.home.appendingPathComponent("content/\(root)"))
+            #expect(received == Data(bytes), "byte for byte")
+
+            // After the restart a sent only what b had not verified (and a few endgame copies).
+            let chunk: UInt64 = 1 << 18
+            let chunkCount = (UInt64(bytes.count) + chunk - 1) / chunk
+            let servedAfterRestart = try await Self.counter("chunksServed", of: a) - servedBeforeRestart
+            let missing = chunkCount - verifiedBeforeKill / chunk
+            #expect(servedAfterRestart <= missing + 8, "\(servedAfterRestart) chunks sent after the restart; \(missing) were missing")
+            print("content resume: killed at \(verifiedBeforeKill >> 20) MiB of \(bytes.count >> 20) MiB verified; \(servedBeforeRestart) chunks sent before, \(servedAfterRestart) after (\(missing) missing)")
+        }
+    }
+}

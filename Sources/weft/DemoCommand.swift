@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import WeftControl
 import WeftCrypto
 import WeftModel
@@ -90,5 +91,51 @@ struct DemoCommand: AsyncCommand {
         let relayed = try await bob.heldOperations()
         let shownByBob = try await bob.conversations().count
         say("Bob stores and relays all \(relayed) operations, though he takes part in neither conversation; his own API shows \(shownByBob == 0 ? "none of them" : "\(shownByBob) of them (it should show none)").")
+        try await richContent(mesh, alice: alice, carol: carol, in: canonical)
+    }
+
+    /// A large part streams from alice to carol through bob as verified chunks; carol's node is
+    /// killed part way and restarted, and the download resumes from what it had verified.
+    private func richContent(_ mesh: DemoMesh, alice: DemoNode, carol: DemoNode, in conversation: ConversationID) async throws {
+        let size = 48 << 20
+        var bytes = [UInt8](repeating: 0, count: size)
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for index in 0..<(size / 2) {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            bytes[index] = UInt8(truncatingIfNeeded: state >> 33)
+        }
+        let text = Array((0..<(size / 20)).map { "line \($0) of a long report\n" }.joined().utf8)
+        bytes.replaceSubrange((size / 2)..., with: text.prefix(size - size / 2))
+        let file = mesh.root.appendingPathComponent("report.bin")
+        try Data(bytes).write(to: file)
+        let message = try await alice.sendFile(file.path, mimeType: "application/octet-stream", in: conversation)
+        say("Alice sends a 48 MiB file (half random, half text) as rich content: the message carries only its descriptor; the bytes go as verified chunks, relayed by bob.")
+        _ = try await carol.waitForMessage(message)
+        let received = mesh.root.appendingPathComponent("received.bin")
+        let bar = ProgressBar(enabled: true, output: STDOUT_FILENO)
+        let third = UInt64(size / 3)
+        let whole = try await carol.download(message, to: received.path) { progress in
+            bar.show(progress)
+            return progress.verifiedBytes < third
+        }
+        bar.finish()
+        var restarted = carol
+        if whole {
+            say("  carol has it all before the demo could interrupt her node.")
+        } else {
+            restarted = try await mesh.killAndRestart(carol)
+            say("  carol's node is killed (SIGKILL) a third of the way through, and started again on its home:")
+            let resumedFrom = Mutex<UInt64?>(nil)
+            _ = try await restarted.download(message, to: received.path) { progress in
+                resumedFrom.withLock { $0 = $0 ?? progress.verifiedBytes }
+                bar.show(progress)
+                return true
+            }
+            bar.finish()
+            say("  the download resumed from the \(ProgressBar.bytes(resumedFrom.withLock { $0 } ?? 0)) carol's node had verified before it was killed.")
+        }
+        let same = try Data(contentsOf: received) == Data(bytes)
+        say(same ? "  carol's copy is byte for byte alice's file." : "  carol's copy differs from alice's file (it should not).")
+        if !same { throw CLIError("The file carol received differs from the one alice sent.") }
     }
 }

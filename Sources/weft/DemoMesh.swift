@@ -20,13 +20,27 @@ final class DemoMesh: Sendable {
     func start(_ name: String, meshKey: MeshKey, peers: [String] = []) async throws -> DemoNode {
         let home = NodeHome(directory: root.appendingPathComponent(name))
         let identity = try home.create(displayName: name, meshKey: meshKey, protection: .none)
+        return try await run(name, home: home, user: identity.publicKey, peers: peers)
+    }
+
+    /// Kills `node` with SIGKILL (no goodbye, as a crash) and starts it again on its home; it
+    /// dials the peers its home remembers. Returns the new node in its place.
+    func killAndRestart(_ node: DemoNode) async throws -> DemoNode {
+        kill(node.process.processIdentifier, SIGKILL)
+        node.process.waitUntilExit()
+        started.withLock { $0.removeAll { $0 === node } }
+        try? FileManager.default.removeItem(at: node.home.addressFile)
+        return try await run(node.name, home: node.home, user: node.user, peers: [])
+    }
+
+    private func run(_ name: String, home: NodeHome, user: UserID, peers: [String]) async throws -> DemoNode {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try Self.executablePath())
         process.arguments = ["node", "--home", home.directory.path, "--listen", "127.0.0.1:0", "--discovery", "off", "--log-level", "error"]
             + peers.flatMap { ["--peer", $0] }
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let node = DemoNode(name: name, home: home, user: identity.publicKey, process: process)
+        let node = DemoNode(name: name, home: home, user: user, process: process)
         started.withLock { $0.append(node) }
         node.address = try await node.waitForAddress()
         return node
@@ -140,8 +154,34 @@ final class DemoNode: @unchecked Sendable {
 
     func markRead(_ message: OperationID) async throws { _ = try await request(.markRead(message)) }
 
+    /// Sends the file at `path` (the node reads it: over 2 KB it is rich content).
+    func sendFile(_ path: String, mimeType: String, in conversation: ConversationID) async throws -> OperationID {
+        let response = try await request(.sendFiles([.init(mimeType: mimeType, source: .file(path))], in: conversation))
+        guard case .sent(let id) = response else { throw CLIError("\(name)'s node answered \(response).") }
+        return id
+    }
+
+    /// Downloads the first rich-content part of `message` to `path`, handing each progress to
+    /// `body` until it returns false (the download goes on in the node) or the part is whole.
+    /// Returns whether it is whole.
+    func download(_ message: OperationID, to path: String, _ body: @escaping @Sendable (DownloadProgress) -> Bool) async throws -> Bool {
+        do {
+            try await ControlClient.withConnection(socketPath: home.controlSocket.path) { client in
+                try await client.download(message, part: ControlConstants.defaultPart, to: path) { progress in
+                    if !body(progress) { throw DownloadInterrupted() }
+                }
+            }
+            return true
+        } catch is DownloadInterrupted {
+            return false
+        }
+    }
+
     func heldOperations() async throws -> UInt64 {
         guard case .status(let status) = try await request(.status) else { return 0 }
         return status.heldOperations ?? 0
     }
 }
+
+/// The demo stopped following a download (the download goes on in the node).
+struct DownloadInterrupted: Error {}

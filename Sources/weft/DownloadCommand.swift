@@ -49,18 +49,23 @@ struct DownloadCommand: AsyncCommand {
 final class ProgressBar: @unchecked Sendable {
     // @unchecked: drawn from the one task that runs the download.
     private let enabled: Bool
+    private let output: Int32
     private var drawn = false
 
-    init(enabled: Bool) { self.enabled = enabled }
+    init(enabled: Bool, output: Int32 = STDERR_FILENO) {
+        self.enabled = enabled
+        self.output = output
+    }
 
     func show(_ progress: DownloadProgress) {
         guard enabled else { return }
         drawn = true
-        _ = StandardOutput.write(Self.line(progress), to: STDERR_FILENO)
+        _ = StandardOutput.write(Self.line(progress), to: output)
     }
 
     func finish() {
-        if drawn { _ = StandardOutput.write("\n", to: STDERR_FILENO) }
+        if drawn { _ = StandardOutput.write("\n", to: output) }
+        drawn = false
     }
 
     /// `[#########---------]  45%  12.3 MiB / 27.0 MiB  5.2 MiB/s  3 s left`

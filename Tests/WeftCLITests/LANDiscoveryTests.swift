@@ -46,10 +46,11 @@ struct LANDiscoveryTests {
         let conversation = try await alice.ok("conv new", arguments: users)
         let message = try await alice.ok("send", arguments: [conversation, "--text", "found you all"])
         for node in mesh.dropFirst() {
-            try await eventually("\(node.name) has alice's message") {
-                let messages = try await node.json("msgs", arguments: [conversation]) as? [[String: Any]] ?? []
-                return messages.contains { $0["id"] as? String == message }
-            }
+            // `wait` polls the node itself: until the message arrives, the conversation may not
+            // exist there, and `msgs` would be refused.
+            #expect(try await node.run(["wait", message], ["--timeout", "30"]).status == 0, "\(node.name) has alice's message")
+            let messages = try #require(try await node.json("msgs", arguments: [conversation]) as? [[String: Any]])
+            #expect(messages.contains { $0["id"] as? String == message })
         }
 
         // Eve is seen by all and dialed by none: no connection to or from her, ever.

@@ -91,7 +91,8 @@ struct LANDiscoveryTests {
         try await eventually("all connected", seconds: 30) { try await connectedInPairs(mesh) }
 
         let carolPort = try #require(carol.address.split(separator: ":").last)
-        #expect(try await carol.stop() == 0)
+        let carolStatus = try await carol.stop()
+        #expect(carolStatus == 0, "carol exited with \(carolStatus): \((carol.process?.stderr ?? "").suffix(1500))")
         // The goodbye, not the records' expiry (120 s and more) nor the closed connection,
         // makes the others stop dialing her: they say she left the LAN.
         for node in [alice, bob] {

@@ -43,6 +43,7 @@ public struct TransferChunkSet: Sendable, Hashable, Sequence {
     /// Adds `chunk` (in 0 ..< `chunkCount`); true if it was not in the set.
     @discardableResult
     public mutating func insert(_ chunk: Int) -> Bool {
+        // Callers check indices from the wire against the count first (HOLDINGS, §17.8).
         precondition(chunk >= 0 && chunk < chunkCount, "chunk \(chunk) out of 0..<\(chunkCount)")
         let bit: UInt64 = 1 << UInt64(chunk & 63)
         guard words[chunk >> 6] & bit == 0 else { return false }

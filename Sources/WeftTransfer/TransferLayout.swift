@@ -39,6 +39,7 @@ public struct TransferLayout: Sendable, Hashable {
 
     /// The sum of the lengths of `chunks`.
     public func byteCount(of chunks: TransferChunkSet) -> UInt64 {
+        // The core drops a peer's set of another count before it gets here (`record`).
         precondition(chunks.chunkCount == chunkCount, "a set of another content's chunks")
         if chunkByteCount == 0 { return chunks.reduce(0) { $0 + UInt64(chunkByteCounts[$1]) } }
         let last = chunkCount - 1

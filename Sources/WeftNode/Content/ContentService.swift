@@ -37,14 +37,16 @@ public final class ContentService: Sendable {
 
     let board = ContentBoard()
     let coders = ChunkCoders()
-    let events: ContentEventQueue<ContentEvent>
+    let events: DriverQueue<ContentEvent>
     /// Room for chunks being verified and written.
     let verifying: JobSlots
     let budget: ContentServeBudget
     /// Each content-capable connection's server queue.
     let servers = Mutex<[ConnectionNumber: ContentServeQueue]>([:])
     /// Tasks to run in the service's task group (servers, jobs), made in `init` so that none
-    /// is lost before `run` starts.
+    /// is lost before `run` starts. Unbuffered in name only: the group takes each as it comes,
+    /// and what yields here is itself bounded (a server per connection, a job per verification
+    /// slot, an open per download under way).
     let spawnRequests: AsyncStream<@Sendable () async -> Void>
     let spawn: AsyncStream<@Sendable () async -> Void>.Continuation
     /// Descriptors of contents served, read from their manifests (bounded: cleared when full).
@@ -63,12 +65,13 @@ public final class ContentService: Sendable {
         store: Store, contentStore: ContentStore, configuration: ContentConfiguration = ContentConfiguration(),
         logger: Logger = Logger(label: "weft.content")
     ) {
+        // The node's own configuration, not input: a programming error stops here.
         precondition(configuration.transfer.isValid, "invalid transfer configuration")
         self.store = store
         self.contentStore = contentStore
         self.configuration = configuration
         self.logger = logger
-        events = ContentEventQueue(capacity: configuration.maxQueuedEvents)
+        events = DriverQueue(capacity: configuration.maxQueuedEvents)
         verifying = JobSlots(configuration.maxChunksVerifying)
         budget = ContentServeBudget(
             maxChunks: configuration.maxQueuedChunksPerPeer, maxManifests: configuration.maxQueuedManifestsPerPeer)

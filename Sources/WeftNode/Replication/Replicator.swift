@@ -81,7 +81,10 @@ public final class Replicator: Service, Sendable {
         self.initialCore = Mutex(SyncCore(
             configuration: configuration.sync, localUser: localAuthor.localUser, summaries: try localAuthor.store.logSummaries(),
             memberships: try localAuthor.store.membershipFacts()))
-        self.queue = SyncEventQueue(capacity: configuration.maxQueuedEvents)
+        // Questions still waiting when the queue closes are answered with nil.
+        self.queue = SyncEventQueue(capacity: configuration.maxQueuedEvents) { item in
+            if case .inspect(let question) = item { question(nil) }
+        }
     }
 
     /// Runs the node and replication until the node stops (graceful shutdown or cancellation).

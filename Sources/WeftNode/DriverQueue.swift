@@ -1,13 +1,16 @@
 import DequeModule
 import Synchronization
 
-/// The one way into the content service's download driver: events in order, for the one task
-/// that owns the transfer scheduler (`ContentService.drive`).
+/// The one way into a sans-I/O core's driver: items in order, for the one task that owns the
+/// core, as NIOSSHHandler's state machine sees only its event loop. The sync core's
+/// (`Replicator.drive`) and the transfer scheduler's (`ContentService.drive`) each have one.
 ///
-/// Bounded: at most `capacity` events wait; a producer (the connections' reader, the jobs that
-/// verify chunks, the timer, clients) waits for room. The driver never waits on a producer,
-/// so waiting here cannot deadlock.
-final class ContentEventQueue<Item: Sendable>: Sendable {
+/// Bounded: at most `capacity` items wait. A producer (the connections' reader, the storer,
+/// the jobs, the timers, clients) waits for room, so a core that falls behind slows what
+/// feeds it instead of queueing without end. The driver never waits on a producer, so
+/// waiting here cannot deadlock: what its own actions raise it handles at once, without this
+/// queue.
+final class DriverQueue<Item: Sendable>: Sendable {
     private struct State: ~Copyable {
         var items = Deque<Item>()
         var closed = false
@@ -17,8 +20,13 @@ final class ContentEventQueue<Item: Sendable>: Sendable {
 
     let capacity: Int
     private let state = Mutex(State())
+    /// Told of each item still queued when the queue closes (a question is answered with nil).
+    private let dropped: @Sendable (Item) -> Void
 
-    init(capacity: Int) { self.capacity = max(1, capacity) }
+    init(capacity: Int, dropped: @escaping @Sendable (Item) -> Void = { _ in }) {
+        self.capacity = max(1, capacity)
+        self.dropped = dropped
+    }
 
     /// Queues `item`, waiting while the queue is full. False (the item dropped) once closed.
     private enum Outcome { case queued(CheckedContinuation<Item?, Never>?), closed, full }
@@ -91,65 +99,23 @@ final class ContentEventQueue<Item: Sendable>: Sendable {
         }
     }
 
-    /// Ends the queue: what waits is dropped, producers go on, `next()` returns nil.
+    /// Ends the queue: what waits is dropped (each told to `dropped`), waiting producers go on
+    /// (their items dropped), the driver's `next()` returns nil.
     func close() {
-        let (consumer, producers) = state.withLock { state in
+        let (consumer, producers, items) = state.withLock { state in
             state.closed = true
             defer {
                 state.items.removeAll()
                 state.consumer = nil
                 state.producers.removeAll()
             }
-            return (state.consumer, state.producers)
+            return (state.consumer, state.producers, state.items)
         }
         consumer?.resume(returning: nil)
         for producer in producers { producer.resume() }
+        for item in items { dropped(item) }
     }
+
+    var isClosed: Bool { state.withLock { $0.closed } }
 }
 
-/// Room for a bounded number of jobs at once: `acquire` waits for a slot, `release` frees one.
-final class JobSlots: Sendable {
-    private struct State: ~Copyable {
-        var free: Int
-        var waiting = Deque<CheckedContinuation<Void, Never>>()
-        var closed = false
-    }
-
-    private let state: Mutex<State>
-
-    init(_ count: Int) { state = Mutex(State(free: max(1, count))) }
-
-    /// Waits for a slot (returns at once, without one, once closed).
-    func acquire() async {
-        await withCheckedContinuation { continuation in
-            let ready = state.withLock { state in
-                if state.closed { return true }
-                if state.free > 0 {
-                    state.free -= 1
-                    return true
-                }
-                state.waiting.append(continuation)
-                return false
-            }
-            if ready { continuation.resume() }
-        }
-    }
-
-    func release() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            if let waiter = state.waiting.popFirst() { return waiter }
-            state.free += 1
-            return nil
-        }
-        waiter?.resume()
-    }
-
-    func close() {
-        let waiters = state.withLock { state in
-            state.closed = true
-            defer { state.waiting.removeAll() }
-            return state.waiting
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-}

@@ -1,28 +1,41 @@
 import WeftCrypto
 
-/// The journal of a partial content (SPEC.md §11.2): a header naming the content, then one
-/// fixed-size record for each verified chunk, appended only after the chunk's bytes were made
-/// durable in the partial file. Each part carries a BLAKE2b-32 checksum of its bytes, so a
-/// reader tells a record torn by a crash from a whole one.
+/// The journal of a partial content (SPEC.md §11.2): a header naming the content, then
+/// fixed-size records: one for each verified chunk, appended right after the chunk's bytes
+/// were written (so a process that dies keeps every record it wrote: the kernel holds both),
+/// and now and then a **sync mark** saying how many chunk records before it had their bytes
+/// made durable (`fdatasync`) before the mark was written. After a power loss only the chunk
+/// records a mark covers are trusted as they are; the others are checked against their chunk's
+/// bytes when the content is opened. Each record carries a BLAKE2b-32 checksum of its bytes,
+/// so a reader tells a record torn by a crash from a whole one.
 ///
 /// Header (56 bytes): magic `"WEFTCJ"` (6) || version (1) || root (32) || total size u64 ||
 /// chunk log u8 || chunk count u32 || BLAKE2b-32 of the 52 bytes before it.
-/// Record (40 bytes): chunk index u32 || the chunk's hash (32) || BLAKE2b-32 of the 36 bytes
-/// before it.
+/// Chunk record (40 bytes): chunk index u32 || the chunk's hash (32) || BLAKE2b-32 of the 36
+/// bytes before it. Sync mark (40 bytes): `ffffffff` || chunk records covered u32 || 28 zero
+/// bytes || BLAKE2b-32 of the 36 bytes before it.
 enum ChunkJournal {
     static let magic: [UInt8] = Array("WEFTCJ".utf8)
-    static let version: UInt8 = 1
+    static let version: UInt8 = 2
     static let checksumByteCount = 4
     static let headerByteCount = 56
     static let recordByteCount = 40
     /// The length of a chunk hash in a record.
     static let hashByteCount = 32
-    /// A writer appends at most this many records between two syncs of the journal, so a crash
-    /// can tear only the last this many (SPEC.md §11.2); a bad record before them is damage.
-    static let maxUnsyncedRecords = 16
+    /// The index field of a sync mark (no chunk index reaches it: at most 2^24 chunks).
+    static let syncMarkIndex = UInt32.max
 
     static func checksum(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
         BLAKE2b.hash(Array(bytes), outputByteCount: checksumByteCount)
+    }
+
+    /// A chunk's leaf hash (SPEC.md §17.3): BLAKE2b-256(0x00 || chunk), what a chunk record
+    /// holds; opening checks the bytes of records no sync mark covers against it.
+    static func leafHash(of chunk: UnsafeRawBufferPointer) -> [UInt8] {
+        let hasher = BLAKE2b.Hasher(outputByteCount: hashByteCount)
+        hasher.update([0x00])
+        hasher.update(rawBytes: chunk)
+        return hasher.finalize()
     }
 
     // MARK: - Writing
@@ -45,6 +58,18 @@ enum ChunkJournal {
         bytes.reserveCapacity(recordByteCount)
         bytes.appendBigEndian(index)
         bytes += hash
+        bytes += checksum(bytes[...])
+        return bytes
+    }
+
+    /// A sync mark: the first `covered` chunk records of the journal name chunks whose bytes
+    /// were durable before it was written.
+    static func syncMark(covering covered: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(recordByteCount)
+        bytes.appendBigEndian(syncMarkIndex)
+        bytes.appendBigEndian(UInt32(clamping: covered))
+        bytes += [UInt8](repeating: 0, count: hashByteCount - 4)
         bytes += checksum(bytes[...])
         return bytes
     }
@@ -78,67 +103,86 @@ enum ChunkJournal {
         return .valid(root: root, layout: layout)
     }
 
+    /// A chunk record no sync mark covers: its chunk's bytes are checked before it is trusted.
+    struct UncoveredRecord {
+        var index: Int
+        var hash: ArraySlice<UInt8>
+        /// Where the record starts in the journal.
+        var offset: Int
+    }
+
     /// What reading the records found.
     struct Scan {
         /// The chunks the good records name.
         var verified: VerifiedChunks
         /// Where the good records end: the journal's length once the rest is cut.
         var goodByteCount: Int
-        /// How many bad or partial records at the end (a torn tail) are to be cut.
-        var tornRecordCount: Int
-        /// A bad record before the tail: the journal is damaged and names nothing, and why.
-        var damage: String?
+        /// Good chunk records in all, and how many of the first of them the last good sync
+        /// mark covers.
+        var chunkRecordCount: Int
+        var coveredCount: Int
+        /// The good chunk records after those the last sync mark covers, in order.
+        var uncovered: [UncoveredRecord]
+        /// How many records at the end (the first bad or partial one and all after it) are cut.
+        var cutRecordCount: Int
     }
 
     /// Reads the records of a journal of `fileSize` bytes with a valid header for `layout`,
-    /// a block at a time. A record is bad if its checksum fails, its index is not below the
-    /// chunk count, or it names a chunk an earlier record named (Weft writes each once).
-    /// The first bad record (or a partial one) and everything after it is a torn tail if it
-    /// is among the last `maxUnsyncedRecords` records; earlier, the journal is damaged.
-    /// `record` sees each good record, in order.
+    /// a block at a time. A record is bad if its checksum fails, or it is a chunk record whose
+    /// index is not below the chunk count or names a chunk an earlier record named (Weft
+    /// writes each once). The first bad record (or a partial one) and everything after it is
+    /// cut: what a crash tore, or what was damaged since; the chunks it named are fetched
+    /// again, and nothing before it depends on it. `record` sees each good chunk record, in order.
     static func scan(
         _ file: ContentFile, fileSize: Int, layout: ContentStore.Layout,
         record: (Int, ArraySlice<UInt8>) -> Void = { _, _ in }
     ) throws -> Scan {
-        let wholeRecords = (fileSize - headerByteCount) / recordByteCount
-        let partialBytes = (fileSize - headerByteCount) % recordByteCount
-        let tailStart = max(0, wholeRecords - maxUnsyncedRecords)
-        var verified = VerifiedChunks(chunkCount: layout.chunkCountValue)
+        let wholeRecords = max(0, fileSize - headerByteCount) / recordByteCount
+        let partialBytes = max(0, fileSize - headerByteCount) % recordByteCount
+        var scan = Scan(
+            verified: VerifiedChunks(chunkCount: layout.chunkCountValue), goodByteCount: headerByteCount,
+            chunkRecordCount: 0, coveredCount: 0, uncovered: [], cutRecordCount: 0)
         let recordsPerBlock = 1638  // 65,520 bytes
         var number = 0
         while number < wholeRecords {
             let count = min(recordsPerBlock, wholeRecords - number)
-            let block = try file.read(count: count * recordByteCount, at: headerByteCount + number * recordByteCount)
+            let blockStart = headerByteCount + number * recordByteCount
+            let block = try file.read(count: count * recordByteCount, at: blockStart)
             for offset in stride(from: 0, to: block.count, by: recordByteCount) {
                 let bytes = block[offset..<offset + recordByteCount]
                 let body = bytes.prefix(recordByteCount - checksumByteCount)
-                let index = Int(bytes.bigEndian(UInt32.self, at: offset))
-                var problem: String?
+                let field = bytes.bigEndian(UInt32.self, at: offset)
+                let index = Int(field)
+                let isGood: Bool
                 if !checksum(body).elementsEqual(bytes.suffix(checksumByteCount)) {
-                    problem = "fails its checksum"
-                } else if index >= layout.chunkCountValue {
-                    problem = "names chunk \(index) of \(layout.chunkCount)"
-                } else if verified.contains(index) {
-                    problem = "names chunk \(index) a second time"
-                }
-                if let problem {
-                    if number >= tailStart {
-                        return Scan(
-                            verified: verified, goodByteCount: headerByteCount + number * recordByteCount,
-                            tornRecordCount: wholeRecords - number + (partialBytes > 0 ? 1 : 0), damage: nil)
+                    isGood = false
+                } else if field == syncMarkIndex {
+                    let covered = Int(bytes.bigEndian(UInt32.self, at: offset + 4))
+                    isGood = covered <= scan.chunkRecordCount
+                    if isGood && covered > scan.coveredCount {
+                        scan.coveredCount = covered
+                        let firstUncovered = scan.chunkRecordCount - scan.uncovered.count
+                        scan.uncovered.removeFirst(min(scan.uncovered.count, covered - firstUncovered))
                     }
-                    return Scan(
-                        verified: VerifiedChunks(chunkCount: layout.chunkCountValue), goodByteCount: headerByteCount,
-                        tornRecordCount: 0, damage: "record \(number + 1) of \(wholeRecords) \(problem)")
+                } else if index < layout.chunkCountValue, scan.verified.insert(index) {
+                    isGood = true
+                    scan.chunkRecordCount += 1
+                    record(index, bytes.dropFirst(4).prefix(hashByteCount))
+                    scan.uncovered.append(
+                        UncoveredRecord(index: index, hash: bytes.dropFirst(4).prefix(hashByteCount), offset: blockStart + offset))
+                } else {
+                    isGood = false
                 }
-                verified.insert(index)
-                record(index, bytes.dropFirst(4).prefix(hashByteCount))
+                guard isGood else {
+                    scan.cutRecordCount = wholeRecords - number + (partialBytes > 0 ? 1 : 0)
+                    return scan
+                }
                 number += 1
+                scan.goodByteCount += recordByteCount
             }
         }
-        return Scan(
-            verified: verified, goodByteCount: headerByteCount + wholeRecords * recordByteCount,
-            tornRecordCount: partialBytes > 0 ? 1 : 0, damage: nil)
+        scan.cutRecordCount = partialBytes > 0 ? 1 : 0
+        return scan
     }
 }
 

@@ -11,8 +11,8 @@ import Synchronization
 /// `PartialContent.write`; sessions serving peers `read` verified chunks. Content is
 /// addressed by its root: the same root is one file, and one `PartialContent` while open.
 ///
-/// Every call blocks on the file system (and `flush`, `complete` and batched writes wait for
-/// the disk): call it from a thread pool, never from the cooperative pool. A store in one
+/// Every call blocks on the file system (and `flush` and `complete` wait for the disk): call it
+/// from a thread pool, never from the cooperative pool. A store in one
 /// process owns its directory; the node's `node.lock` keeps a second node out of the home.
 public final class ContentStore: Sendable {
     /// The directory in the node's home that holds the content.
@@ -23,26 +23,26 @@ public final class ContentStore: Sendable {
     public static let maxChunkCount = 1 << 24
     /// The most bytes one `read` returns (16 MiB, one chunk of the largest size).
     public static let maxReadByteCount = 16 << 20
-    /// The most chunks written between two flushes: the journal's bound on unsynced records.
-    public static let batchChunkLimit = ChunkJournal.maxUnsyncedRecords
-    /// The default bound on chunk bytes written between two flushes (4 MiB).
-    public static let defaultBatchByteLimit = 4 << 20
+    /// The default chunk bytes written before a partial content syncs in the background (16 MiB).
+    public static let defaultSyncByteLimit = 16 << 20
 
     /// The `content/` directory.
     public let directory: URL
-    /// Chunk bytes a `PartialContent` writes before it flushes, if `batchChunkLimit` chunks
-    /// have not made it flush first.
-    public let batchByteLimit: Int
+    /// Chunk bytes a `PartialContent` writes before it syncs them in the background.
+    public let syncByteLimit: Int
     let openPartials = OpenPartials()
+    /// Where partial contents sync in the background: one thread, so the disk gets one sync
+    /// at a time and the thread pool that verifies chunks never waits for it.
+    let syncQueue = DispatchQueue(label: "weft.content-sync")
 
     /// Opens the content store in a node's home, creating `content/` (mode 0700) if missing.
     /// - Parameters:
     ///   - directory: the node's home, where the store's `weft.sqlite` lives.
-    ///   - batchByteLimit: chunk bytes written between two flushes, at least one chunk's worth
-    ///     in effect (a flush follows the write that reaches it).
-    public init(directory: URL, batchByteLimit: Int = ContentStore.defaultBatchByteLimit) throws {
+    ///   - syncByteLimit: chunk bytes a partial content writes before a background sync makes
+    ///     them durable against a power loss (a process that dies keeps them anyway).
+    public init(directory: URL, syncByteLimit: Int = ContentStore.defaultSyncByteLimit) throws {
         self.directory = directory.appendingPathComponent(Self.directoryName)
-        self.batchByteLimit = batchByteLimit
+        self.syncByteLimit = syncByteLimit
         do {
             try FileManager.default.createDirectory(
                 at: self.directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -87,7 +87,7 @@ public final class ContentStore: Sendable {
                 return .complete
             }
             let handle = try PartialContent(
-                root: root, layout: layout, paths: paths, batchByteLimit: batchByteLimit,
+                root: root, layout: layout, paths: paths, syncByteLimit: syncByteLimit, syncQueue: syncQueue,
                 onClose: { [weak openPartials] handle in openPartials?.forget(handle) })
             handles[root] = handle
             return .partial(handle)

@@ -1,19 +1,22 @@
+import Dispatch
 import Foundation
 import Synchronization
 
 /// One content arriving (SPEC.md §11.2): its `.partial` file, sized to the whole content, and its
 /// `.journal` of verified chunks. `ContentStore.open` gives it; one per root while open.
 ///
-/// `write` puts a verified chunk's bytes in place at once (readable from then on) and
-/// journals it in batches: every `ContentStore.batchChunkLimit` chunks or `batchByteLimit`
-/// bytes, and on `flush`, the partial file's data is synced (`fdatasync`), then the batch's
-/// records are appended to the journal and it is synced. So a record never names a chunk
-/// whose bytes are not durable, and after a crash reopening gives exactly the chunks whose
-/// records are durable (`durableChunkCount` of them at least); the others are fetched again.
+/// `write` puts a verified chunk's bytes in place and appends its journal record at once, with
+/// no sync: a process that dies (SIGKILL, a crash) loses none of them, as the kernel holds
+/// both. Durability against a power loss comes in the background: once `syncByteLimit` chunk
+/// bytes were written since the last sync began, a job on the store's sync queue syncs the
+/// partial file's data (`fdatasync`), then appends a sync mark naming the chunk records it
+/// covers and syncs the journal. Opening trusts the records a sync mark covers and checks the
+/// others against their chunk's bytes, so a record never makes the node serve bytes it did not
+/// verify, and a transfer killed half way loses nothing it had written.
 ///
-/// One owner (the transfer driver) writes; anyone may read. Writes, flushes and completion
-/// take the writer's lock (waiting for the disk under it); reads only glance at which chunks
-/// are verified and read outside it.
+/// One owner (the transfer driver) writes; anyone may read. Writes take the writer's lock
+/// (two `pwrite`s under it); syncs wait for the disk outside it; reads only glance at which
+/// chunks are verified and read outside it.
 public final class PartialContent: Sendable {
     /// The content's root.
     public let root: ContentStore.Root
@@ -21,12 +24,13 @@ public final class PartialContent: Sendable {
     public let layout: ContentStore.Layout
     /// What opening found on disk.
     public let recovery: Recovery
-    /// Chunk bytes written before a flush, unless the chunk limit comes first.
-    public let batchByteLimit: Int
+    /// Chunk bytes written after which a background sync starts (if none runs).
+    public let syncByteLimit: Int
 
     private let paths: ContentStore.Paths
     private let writer: Mutex<Writer>
     private let readable: Mutex<Readable>
+    private let syncQueue: DispatchQueue
     private let onClose: @Sendable (PartialContent) -> Void
 
     /// What opening a partial content found (the partial content is usable in every case).
@@ -36,11 +40,12 @@ public final class PartialContent: Sendable {
         case created
         /// The journal was read whole.
         case resumed
-        /// The journal ended in this many bad or partial records that a crash tore before
-        /// they were durable; they were cut off and their chunks are to be fetched again.
+        /// The journal ended in this many records that were bad or partial (a crash tore
+        /// them), or named chunks whose bytes did not match (a power loss lost them); they
+        /// were cut off and their chunks are to be fetched again.
         case droppedTornRecords(Int)
-        /// The journal (or the partial file) was damaged, and why: a bad record before the
-        /// records a crash can tear, a bad header, or a journal without its partial file.
+        /// The journal (or the partial file) was damaged, and why: a bad header, or a journal
+        /// without its partial file.
         /// Nothing it named is trusted: the journal was started afresh with no chunk verified.
         case restarted(reason: String)
 
@@ -54,17 +59,19 @@ public final class PartialContent: Sendable {
         }
     }
 
-    /// The writer's side: the journal, and the chunks written since the last flush.
+    /// The writer's side: the journal and how far it is synced.
     private struct Writer {
         var phase: Phase = .open
         /// Nil once closed or completed.
         var journal: ContentFile?
-        /// The journal's length up to its last durable record.
+        /// The journal's length: where the next record goes.
         var journalLength: Int
-        /// Chunks written and not yet journaled, with the hashes they were verified against.
-        var pending: [(index: Int, hash: [UInt8])] = []
-        var pendingBytes = 0
-        var durableCount: Int
+        /// Chunk records in the journal, and how many of the first of them a sync covers.
+        var chunkRecordCount: Int
+        var syncedCount: Int
+        /// Chunk bytes written since the last sync began, and whether one runs in the background.
+        var bytesSinceSync = 0
+        var isSyncing = false
         /// Set when the journal could not be cut back after a failed append: every later
         /// write fails with it (reopening cuts the tail).
         var broken: ContentStoreError?
@@ -80,15 +87,17 @@ public final class PartialContent: Sendable {
 
     // MARK: - Opening
 
-    /// Opens or creates the partial content's files (SPEC.md §11.2 "Opening").
+    /// Opens or creates the partial content's files (SPEC.md §11.2 "Opening"). Background
+    /// syncs run on `syncQueue`.
     init(
-        root: ContentStore.Root, layout: ContentStore.Layout, paths: ContentStore.Paths, batchByteLimit: Int,
-        onClose: @escaping @Sendable (PartialContent) -> Void
+        root: ContentStore.Root, layout: ContentStore.Layout, paths: ContentStore.Paths, syncByteLimit: Int,
+        syncQueue: DispatchQueue, onClose: @escaping @Sendable (PartialContent) -> Void
     ) throws {
         self.root = root
         self.layout = layout
         self.paths = paths
-        self.batchByteLimit = batchByteLimit
+        self.syncByteLimit = syncByteLimit
+        self.syncQueue = syncQueue
         self.onClose = onClose
 
         let partialExisted = ContentFile.exists(paths.partial)
@@ -107,6 +116,7 @@ public final class PartialContent: Sendable {
             let size = try journal.size()
             var verified = VerifiedChunks(chunkCount: layout.chunkCountValue)
             var journalLength = ChunkJournal.headerByteCount
+            var chunkRecordCount = 0, syncedCount = 0
             var recovery = Recovery.created
             switch ChunkJournal.readHeader(try journal.read(count: min(size, ChunkJournal.headerByteCount), at: 0)) {
             case .absent:
@@ -122,19 +132,21 @@ public final class PartialContent: Sendable {
                 }
                 throw ContentStoreError(.conflictingLayout, "Content \(root) is held as \(heldLayout), not \(layout).")
             case .valid:
-                let scan = try ChunkJournal.scan(journal, fileSize: size, layout: layout)
-                if let damage = scan.damage {
-                    recovery = .restarted(reason: "the journal's \(damage)")
-                } else if !partialExisted && scan.verified.count > 0 {
+                var scan = try ChunkJournal.scan(journal, fileSize: size, layout: layout)
+                if !partialExisted && scan.verified.count > 0 {
                     recovery = .restarted(reason: "the journal named \(scan.verified.count) chunks of a partial file that was missing")
-                } else {
-                    verified = scan.verified
-                    journalLength = scan.goodByteCount
-                    recovery = scan.tornRecordCount > 0 ? .droppedTornRecords(scan.tornRecordCount) : .resumed
-                    if journalLength != size {
-                        try journal.truncate(to: journalLength)
-                        try journal.syncData()
-                    }
+                    break
+                }
+                let cut = try Self.checkUncovered(&scan, data: data, layout: layout)
+                verified = scan.verified
+                journalLength = scan.goodByteCount
+                chunkRecordCount = scan.chunkRecordCount
+                syncedCount = scan.coveredCount
+                let dropped = scan.cutRecordCount + cut
+                recovery = dropped > 0 ? .droppedTornRecords(dropped) : .resumed
+                if journalLength != size {
+                    try journal.truncate(to: journalLength)
+                    try journal.syncData()
                 }
             }
             // Only now, the layout agreed: a refused layout changes nothing.
@@ -150,7 +162,8 @@ public final class PartialContent: Sendable {
                 break
             }
             self.recovery = recovery
-            writer = Mutex(Writer(journal: journal, journalLength: journalLength, durableCount: verified.count))
+            writer = Mutex(
+                Writer(journal: journal, journalLength: journalLength, chunkRecordCount: chunkRecordCount, syncedCount: syncedCount))
             readable = Mutex(Readable(data: data, verified: verified))
         } catch {
             // Leave nothing behind that this call created (a partial file the disk had no room for).
@@ -159,39 +172,63 @@ public final class PartialContent: Sendable {
         }
     }
 
+    /// Checks the chunk records no sync mark covers against their chunk's bytes (a process
+    /// killed after writing them left both; a power loss may have kept a record and lost its
+    /// bytes). From the first that does not match, the records are cut: `scan` is changed to
+    /// end there, and the number of records cut is returned.
+    private static func checkUncovered(_ scan: inout ChunkJournal.Scan, data: ContentFile, layout: ContentStore.Layout) throws -> Int {
+        guard !scan.uncovered.isEmpty else { return 0 }
+        var buffer = [UInt8](repeating: 0, count: Int(layout.chunkSize))
+        for (position, record) in scan.uncovered.enumerated() {
+            let count = layout.byteCount(ofChunk: record.index)
+            let matches = try buffer.withUnsafeMutableBytes { raw -> Bool in
+                let chunk = UnsafeMutableRawBufferPointer(rebasing: raw[0..<count])
+                guard try data.read(into: chunk, at: layout.offset(ofChunk: record.index)) == count else { return false }
+                return ChunkJournal.leafHash(of: UnsafeRawBufferPointer(chunk)).elementsEqual(record.hash)
+            }
+            if matches { continue }
+            let cut = scan.uncovered[position...]
+            for dropped in cut { scan.verified.remove(dropped.index) }
+            // The records after the first mismatch go too (marks among them cover less than it).
+            let recordsAfter = (scan.goodByteCount - record.offset) / ChunkJournal.recordByteCount
+            scan.goodByteCount = record.offset
+            scan.chunkRecordCount -= cut.count
+            scan.uncovered.removeSubrange(position...)
+            return recordsAfter
+        }
+        return 0
+    }
+
     // MARK: - State
 
-    /// The chunks verified: written, their bytes readable. Those after the last flush are
-    /// not yet durable (see `durableChunkCount`).
+    /// The chunks verified: written and journaled, their bytes readable, and kept if the
+    /// process dies. Those after the last sync may be lost by a power loss (see
+    /// `syncedChunkCount`).
     public var verifiedChunks: VerifiedChunks { readable.withLock { $0.verified } }
 
-    /// How many verified chunks are durable: their records synced in the journal, so a crash
-    /// keeps them.
-    public var durableChunkCount: Int { writer.withLock { $0.durableCount } }
+    /// How many chunk records a sync covers: what a power loss keeps without checking.
+    public var syncedChunkCount: Int { writer.withLock { $0.syncedCount } }
 
-    /// The bytes of the durable chunks: what a crash keeps, so what progress may count without
-    /// ever going back after a restart. Waits for a flush under way.
-    public var durableByteCount: UInt64 {
-        writer.withLock { writer in
-            let verified = readable.withLock { $0.verified }
-            let last = layout.chunkCountValue - 1
-            var bytes = UInt64(verified.count) * UInt64(layout.chunkSize)
-            if verified.contains(last) { bytes -= UInt64(layout.chunkSize - layout.byteCount(ofChunk: last)) }
-            for chunk in writer.pending { bytes -= UInt64(layout.byteCount(ofChunk: chunk.index)) }
-            return bytes
-        }
+    /// The bytes of the verified chunks: what a restart after the process died finds, so what
+    /// progress counts (it never goes back across such a restart).
+    public var verifiedByteCount: UInt64 {
+        let verified = readable.withLock { $0.verified }
+        let last = layout.chunkCountValue - 1
+        var bytes = UInt64(verified.count) * UInt64(layout.chunkSize)
+        if verified.contains(last) { bytes -= UInt64(layout.chunkSize - layout.byteCount(ofChunk: last)) }
+        return bytes
     }
 
     // MARK: - Writing
 
     /// Writes chunk `index`, already verified against `hash` by the caller, into the partial
-    /// file, and journals it with the batch (flushing when the batch is full). False (and
-    /// nothing written) if the chunk was already verified.
+    /// file and appends its journal record (starting a background sync once enough bytes were
+    /// written since the last). False (and nothing written) if the chunk was already verified.
     ///
     /// Throws `.chunkOutOfRange`, `.wrongChunkLength` or `.wrongHashLength` for a chunk that
     /// does not fit, `.closed` after close, completion or removal, and `.diskFull` or
-    /// `.fileSystem` if writing or the flush it triggers fails: the chunks of the batch that
-    /// failed (this one among them) are then not verified (`verifiedChunks` says which are).
+    /// `.fileSystem` if writing the chunk or its record fails: the chunk is then not verified
+    /// (and the journal is as it was).
     @discardableResult
     public func write(chunk index: Int, bytes: some ContiguousBytes, hash: [UInt8]) throws -> Bool {
         guard index >= 0, index < layout.chunkCountValue else {
@@ -205,73 +242,90 @@ public final class PartialContent: Sendable {
         guard hash.count == ChunkJournal.hashByteCount else {
             throw ContentStoreError(.wrongHashLength, "A chunk hash is \(ChunkJournal.hashByteCount) bytes, not \(hash.count).")
         }
-        return try writer.withLock { writer in
+        let startSync = try writer.withLock { writer -> Bool? in
             let data = try usableData(writer)
-            if readable.withLock({ $0.verified.contains(index) }) { return false }
+            guard let journal = writer.journal else { throw closedError() }
+            if readable.withLock({ $0.verified.contains(index) }) { return nil }
             try bytes.withUnsafeBytes { try data.write($0, at: layout.offset(ofChunk: index)) }
-            writer.pending.append((index, hash))
-            writer.pendingBytes += count
+            try append(ChunkJournal.record(index: UInt32(index), hash: hash), to: journal, &writer)
+            writer.chunkRecordCount += 1
             readable.withLock { _ = $0.verified.insert(index) }
-            if writer.pending.count >= ContentStore.batchChunkLimit || writer.pendingBytes >= batchByteLimit {
-                try flush(&writer, data)
-            }
+            writer.bytesSinceSync += count
+            guard writer.bytesSinceSync >= syncByteLimit, !writer.isSyncing else { return false }
+            writer.isSyncing = true
             return true
         }
+        guard let startSync else { return false }
+        if startSync { syncQueue.async { self.syncInBackground() } }
+        return true
     }
 
-    /// Makes every chunk written so far durable: syncs the partial file's data, then appends
-    /// their records to the journal and syncs it. On failure those chunks are no longer
-    /// verified (`.diskFull` if the journal found the disk full: pause, free space, fetch them
-    /// again).
-    public func flush() throws {
-        try writer.withLock { writer in
-            let data = try usableData(writer)
-            try flush(&writer, data)
-        }
-    }
-
-    private func flush(_ writer: inout Writer, _ data: ContentFile) throws {
-        guard !writer.pending.isEmpty, let journal = writer.journal else { return }
+    /// Appends one record at the journal's end; if it does not all get there, cuts the
+    /// journal back so the next record follows whole ones.
+    private func append(_ record: [UInt8], to journal: ContentFile, _ writer: inout Writer) throws {
         do {
-            try data.syncData()
+            try journal.write(record, at: writer.journalLength)
         } catch {
-            drop(&writer)
-            throw error
-        }
-        var records: [UInt8] = []
-        records.reserveCapacity(writer.pending.count * ChunkJournal.recordByteCount)
-        for (index, hash) in writer.pending {
-            records += ChunkJournal.record(index: UInt32(index), hash: hash)
-        }
-        do {
-            try journal.write(records, at: writer.journalLength)
-            try journal.syncData()
-        } catch {
-            // Records that did not all reach the disk must not stay: cut back to the last
-            // durable one, so the next batch follows whole records.
             do {
                 try journal.truncate(to: writer.journalLength)
             } catch let cut as ContentStoreError {
                 writer.broken = ContentStoreError(
                     .fileSystem, "The journal \(journal.path) could not be cut back after a failed write (\(cut.message)); close and reopen the content.")
             }
-            drop(&writer)
             throw error
         }
-        writer.journalLength += records.count
-        writer.durableCount += writer.pending.count
-        writer.pending = []
-        writer.pendingBytes = 0
+        writer.journalLength += record.count
     }
 
-    /// Forgets the chunks written since the last flush: they are fetched again.
-    private func drop(_ writer: inout Writer) {
-        let pending = writer.pending
-        readable.withLock { readable in
-            for chunk in pending { readable.verified.remove(chunk.index) }
+    /// Makes every chunk written so far durable against a power loss: syncs the partial
+    /// file's data, then appends a sync mark covering their records and syncs the journal.
+    /// Waits for the disk (not holding the writer's lock, so writes go on meanwhile).
+    public func flush() throws {
+        let (data, journal, covered) = try writer.withLock { writer in
+            let data = try usableData(writer)
+            guard let journal = writer.journal else { throw closedError() }
+            writer.bytesSinceSync = 0
+            return (data, journal, writer.chunkRecordCount)
         }
-        writer.pending = []
-        writer.pendingBytes = 0
+        try sync(data, journal, covering: covered)
+    }
+
+    /// The background sync `write` starts; another follows at once if enough bytes were written
+    /// meanwhile. A failure is left for the next sync or `flush` to meet again (the chunks
+    /// stay verified: a process that dies keeps them, and opening checks what no mark covers).
+    private func syncInBackground() {
+        let started = writer.withLock { writer -> (ContentFile, ContentFile, Int)? in
+            guard writer.phase == .open, writer.broken == nil, let journal = writer.journal,
+                let data = readable.withLock({ $0.data })
+            else {
+                writer.isSyncing = false
+                return nil
+            }
+            writer.bytesSinceSync = 0
+            return (data, journal, writer.chunkRecordCount)
+        }
+        guard let (data, journal, covered) = started else { return }
+        try? sync(data, journal, covering: covered)
+        let again = writer.withLock { writer -> Bool in
+            writer.isSyncing = writer.phase == .open && writer.bytesSinceSync >= syncByteLimit
+            return writer.isSyncing
+        }
+        if again { syncQueue.async { self.syncInBackground() } }
+    }
+
+    /// Syncs the partial file's data, so that the first `covered` chunk records name durable
+    /// bytes; then appends the mark that says so (if the content is still open) and syncs it.
+    private func sync(_ data: ContentFile, _ journal: ContentFile, covering covered: Int) throws {
+        guard covered > writer.withLock({ $0.syncedCount }) else { return }
+        try data.syncData()
+        let marked = try writer.withLock { writer -> Bool in
+            guard writer.phase == .open, writer.journal === journal, writer.broken == nil else { return false }
+            try append(ChunkJournal.syncMark(covering: covered), to: journal, &writer)
+            return true
+        }
+        guard marked else { return }
+        try journal.syncData()
+        writer.withLock { $0.syncedCount = max($0.syncedCount, covered) }
     }
 
     /// The data file, if the content is open and writable.
@@ -322,8 +376,6 @@ public final class PartialContent: Sendable {
             // leaves a journal that opening removes.
             writer.phase = .complete
             writer.journal = nil
-            writer.pending = []
-            writer.pendingBytes = 0
             do {
                 try data.makeReadOnly()
                 try ContentFile.syncDirectory(paths.directory)
@@ -337,16 +389,15 @@ public final class PartialContent: Sendable {
         if let failure { throw failure }
     }
 
-    /// Flushes (see `flush`) and closes the files; the content stays partial on disk, for
-    /// `ContentStore.open` to resume. Closing twice does nothing. The files close even if
-    /// the flush fails (its chunks are then fetched again), and the failure is thrown.
+    /// Syncs (see `flush`) and closes the files; the content stays partial on disk, for
+    /// `ContentStore.open` to resume. Closing twice does nothing. The files close even if the
+    /// sync fails (opening then checks the chunks no sync covered), and the failure is thrown.
     public func close() throws {
         var failure: (any Error)?
+        do { try flush() } catch let error as ContentStoreError where error.code == .closed {
+        } catch { failure = error }
         writer.withLock { writer in
             guard writer.phase == .open else { return }
-            if let data = readable.withLock({ $0.data }), writer.broken == nil {
-                do { try flush(&writer, data) } catch { failure = error }
-            }
             writer.phase = .closed
             writer.journal = nil
             readable.withLock { $0.data = nil }
@@ -360,7 +411,6 @@ public final class PartialContent: Sendable {
         writer.withLock { writer in
             if writer.phase == .open { writer.phase = .closed }
             writer.journal = nil
-            writer.pending = []
             readable.withLock { $0.data = nil }
         }
     }

@@ -5,17 +5,18 @@
 //   weft-store-writer content <home> [--chunk-log 12] [--chunks 3000] [--seed 1] [--pause-us 0]
 //                                    [--stop-after N]
 //
-// Prints "opened V" (V chunks verified on opening), then "durable N I,J,..." each time chunks
-// became durable (N durable in all; I, J, ... the chunks that just did), and "complete" at the
-// end. --pause-us sleeps that long after each chunk; --stop-after N stops after writing N
-// chunks (the last batch not flushed), prints "stopped" and waits to be killed, so a test that
-// is slow to kill it does not see it complete. The content is `CrashContent` below, the same in the test (ContentCrashTests.swift).
+// Prints "opened V" (V chunks verified on opening), then "written I" once chunk I's write
+// returned (its record is journaled: a process killed after it keeps it), "synced N" after each
+// flush (N chunk records a sync covers), and "complete" at the end. --pause-us sleeps that long
+// after each chunk; --stop-after N stops after writing N chunks, prints "stopped" and waits to
+// be killed, so a test that is slow to kill it does not see it complete. The content is `CrashContent` below, the same in the test (ContentCrashTests.swift).
 import Foundation
 import WeftCrypto
 import WeftStore
 
 /// The crash test's content: `chunks` chunks of 2^`chunkLog` bytes less 100 bytes in the last,
-/// chunk i a xorshift stream seeded by (seed, i); its root BLAKE2b-256 of a text naming it.
+/// chunk i a xorshift stream seeded by (seed, i), its hash the leaf hash of SPEC.md §17.3
+/// (opening checks unsynced records against it); its root BLAKE2b-256 of a text naming it.
 struct CrashContent {
     let chunkLog: UInt8
     let chunks: Int
@@ -40,7 +41,7 @@ struct CrashContent {
         }
     }
 
-    func hash(_ index: Int) -> [UInt8] { BLAKE2b.hash(chunk(index), outputByteCount: 32) }
+    func hash(_ index: Int) -> [UInt8] { BLAKE2b.hash([0x00] + chunk(index), outputByteCount: 32) }
 }
 
 func runContentWriter(_ arguments: [String]) -> Never {
@@ -68,32 +69,21 @@ func runContentWriter(_ arguments: [String]) -> Never {
             exit(0)
         }
         say("opened \(partial.verifiedChunks.count)")
-        var durable = partial.durableChunkCount
-        var waiting: [Int] = []
-        func report() {
-            let now = partial.durableChunkCount
-            guard now != durable else { return }
-            say("durable \(now) \(waiting.map(String.init).joined(separator: ","))")
-            durable = now
-            waiting = []
-        }
         for (number, index) in partial.verifiedChunks.missing.shuffled().enumerated() {
             if number == stopAfter {
                 say("stopped")
                 while true { sleep(60) }
             }
             try partial.write(chunk: index, bytes: content.chunk(index), hash: content.hash(index))
-            waiting.append(index)
-            report()
-            // Now and then a flush of a batch not yet full.
+            say("written \(index)")
+            // Now and then a flush, besides the syncs the writes start in the background.
             if number % 37 == 36 {
                 try partial.flush()
-                report()
+                say("synced \(partial.syncedChunkCount)")
             }
             if pause > 0 { usleep(UInt32(clamping: pause)) }
         }
         try partial.flush()
-        report()
         try partial.complete()
         say("complete")
         exit(0)

@@ -63,7 +63,7 @@ struct ContentDiskFullTests {
         #expect(store.holding(content.root) == .absent)
     }
 
-    @Test("a journal that finds the disk full fails its batch as disk full, keeps whole records only, and the content completes once space is freed")
+    @Test("a journal that finds the disk full fails that chunk's write as disk full, keeps whole records only, and the content completes once space is freed")
     func journalFindsDiskFull() throws {
         let disk = try SmallFileSystem(kibibytes: 256)
         let store = try ContentStore(directory: disk.url)
@@ -85,15 +85,14 @@ struct ContentDiskFullTests {
         #expect(error.code == .diskFull)
         #expect(error.message.hasPrefix("The disk is full: cannot write"), "\(error.message)")
         let held = partial.verifiedChunks
-        #expect(held.count == partial.durableChunkCount, "the failed batch's chunks are not verified")
-        #expect(held.count == 96 && held.containsAll(0..<96))
+        #expect(held.count == 101 && held.containsAll(0..<101), "the chunk whose record found no room is not verified")
         #expect(
-            fileSize(store.paths(content.root).journal) == ChunkJournal.headerByteCount + 96 * ChunkJournal.recordByteCount,
+            fileSize(store.paths(content.root).journal) == ChunkJournal.headerByteCount + 101 * ChunkJournal.recordByteCount,
             "whole records only")
-        // Still full: 101 records fill the journal's page, so a flush of six more fails the same way.
-        try content.write(96..<102, to: partial)
+        // Still full: a flush's sync mark finds no room either, and the chunks stay verified.
         expectContentError(.diskFull) { try partial.flush() }
-        #expect(partial.verifiedChunks.count == 96)
+        #expect(partial.verifiedChunks.count == 101)
+        #expect(partial.syncedChunkCount == 0)
 
         try FileManager.default.removeItem(atPath: filler)
         try content.write(partial.verifiedChunks.missing, to: partial)

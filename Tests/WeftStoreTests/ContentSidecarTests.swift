@@ -79,22 +79,23 @@ struct ContentSidecarTests {
         }
     }
 
-    @Test("a partial content's layout is read back from its journal; verified chunks of an open one are known without the disk; durable bytes count what a crash keeps")
-    func journalLayoutAndDurableBytes() throws {
+    @Test("a partial content's layout is read back from its journal; verified chunks of an open one are known without the disk; verified bytes count what a restart finds")
+    func journalLayoutAndVerifiedBytes() throws {
         let home = try TemporaryDirectory()
-        let store = try ContentStore(directory: home.url, batchByteLimit: 1 << 30)
+        let store = try ContentStore(directory: home.url, syncByteLimit: 1 << 30)
         let content = try SampleContent(size: 20 * 1024 - 300)
         #expect(try store.journalLayout(of: content.root) == nil)
         let partial = try content.openPartial(in: store)
         #expect(try store.journalLayout(of: content.root) == content.layout)
         try content.write([3, 19], to: partial)
         #expect(store.verifiedChunks(of: content.root)?.verified == [3, 19])
-        #expect(partial.durableByteCount == 0, "not yet flushed")
+        #expect(partial.verifiedByteCount == UInt64(1024 + content.layout.byteCount(ofChunk: 19)), "journaled, so counted")
+        #expect(partial.syncedChunkCount == 0, "not yet synced")
         try partial.flush()
-        #expect(partial.durableByteCount == UInt64(1024 + content.layout.byteCount(ofChunk: 19)))
-        try content.write(0..<ContentStore.batchChunkLimit, to: partial)
-        // Sixteen written since the flush (two of them again, not counted): one batch is durable.
-        #expect(partial.durableByteCount >= UInt64(1024 + content.layout.byteCount(ofChunk: 19)))
+        #expect(partial.syncedChunkCount == 2)
+        try content.write(0..<16, to: partial)
+        // Sixteen written (two of them again, not counted).
+        #expect(partial.verifiedByteCount == UInt64(16 * 1024 + content.layout.byteCount(ofChunk: 19)))
         try partial.close()
         #expect(store.verifiedChunks(of: content.root) == nil, "closed")
     }

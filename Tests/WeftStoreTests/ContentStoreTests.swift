@@ -4,7 +4,8 @@ import WeftCrypto
 @testable import WeftStore
 
 /// A content to store: `size` bytes of a pattern, its root the BLAKE2b-256 of them (any 32
-/// bytes do: the store treats the root as a name), each chunk's hash its BLAKE2b-256.
+/// bytes do: the store treats the root as a name), each chunk's hash its leaf hash (SPEC.md
+/// §17.3, which opening checks unsynced records against).
 struct SampleContent {
     let bytes: [UInt8]
     let layout: ContentStore.Layout
@@ -29,7 +30,7 @@ struct SampleContent {
         return Array(bytes[start..<min(start + layout.chunkSize, bytes.count)])
     }
 
-    func hash(_ index: Int) -> [UInt8] { BLAKE2b.hash(chunk(index), outputByteCount: 32) }
+    func hash(_ index: Int) -> [UInt8] { BLAKE2b.hash([0x00] + chunk(index), outputByteCount: 32) }
 
     /// Opens the content as partial, failing the test if it is complete.
     func openPartial(in store: ContentStore, sourceLocation: SourceLocation = #_sourceLocation) throws -> PartialContent {
@@ -147,7 +148,7 @@ struct ContentStoreTests {
             let store = try ContentStore(directory: home.url)
             let partial = try content.openPartial(in: store)
             try content.write(written, to: partial)
-            #expect(partial.durableChunkCount == 32, "two batches of 16 flushed, 5 waiting")
+            #expect(partial.syncedChunkCount == 0, "37 KiB: no background sync yet")
             try partial.close()
             expectContentError(.closed) { try partial.read(chunks: 0..<1) }
         }
@@ -155,15 +156,15 @@ struct ContentStoreTests {
         let partial = try content.openPartial(in: store)
         #expect(partial.recovery == .resumed)
         #expect(Set(partial.verifiedChunks.verified) == Set(written))
-        #expect(partial.durableChunkCount == 37)
+        #expect(partial.syncedChunkCount == 37, "closing synced them")
         for index in written { #expect(try partial.read(chunks: index..<index + 1) == content.chunk(index)) }
         try content.write(partial.verifiedChunks.missing, to: partial)
         try partial.complete()
         #expect(try store.read(content.root, layout: content.layout, chunks: 0..<64) == content.bytes)
     }
 
-    @Test("the journal gets a batch's records when the batch fills (16 chunks, or the byte limit) or on flush, never one by one")
-    func batches() throws {
+    @Test("each chunk's record is journaled as it is written; a sync mark follows a flush, or a background sync once the byte limit is reached")
+    func recordsAndSyncMarks() async throws {
         let home = try TemporaryDirectory()
         let content = try SampleContent(size: 64 * 1024)
         let store = try ContentStore(directory: home.url)
@@ -171,23 +172,57 @@ struct ContentStoreTests {
         let journal = store.paths(content.root).journal
         let header = ChunkJournal.headerByteCount, record = ChunkJournal.recordByteCount
         try content.write(0..<15, to: partial)
-        #expect(fileSize(journal) == header)
-        #expect(partial.durableChunkCount == 0)
+        #expect(fileSize(journal) == header + 15 * record)
+        #expect(partial.syncedChunkCount == 0)
         #expect(partial.verifiedChunks.count == 15)
-        try content.write([15], to: partial)
-        #expect(fileSize(journal) == header + 16 * record)
-        try content.write([16, 17], to: partial)
         try partial.flush()
-        #expect(fileSize(journal) == header + 18 * record)
-        #expect(partial.durableChunkCount == 18)
+        #expect(fileSize(journal) == header + 16 * record, "15 records and a mark")
+        #expect(partial.syncedChunkCount == 15)
         try partial.flush()
-        #expect(fileSize(journal) == header + 18 * record, "an empty flush appends nothing")
+        #expect(fileSize(journal) == header + 16 * record, "an empty flush appends nothing")
+        let marks = try #require(FileManager.default.contents(atPath: journal).map { [UInt8]($0) })
+        #expect(Array(marks[(header + 15 * record)...]) == ChunkJournal.syncMark(covering: 15))
 
-        let small = try ContentStore(directory: home.url, batchByteLimit: 3 * 1024)
+        let small = try ContentStore(directory: home.url, syncByteLimit: 3 * 1024)
         let other = try SampleContent(size: 16 * 1024, seed: 2)
         let bytesBound = try other.openPartial(in: small)
         try other.write(0..<3, to: bytesBound)
-        #expect(bytesBound.durableChunkCount == 3, "3 KiB written: flushed")
+        let deadline = ContinuousClock.now + .seconds(20)
+        while bytesBound.syncedChunkCount < 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(bytesBound.syncedChunkCount == 3, "3 KiB written: synced in the background")
+        #expect(fileSize(small.paths(other.root).journal) == header + 4 * record)
+    }
+
+    @Test("records no sync mark covers are checked against their chunk's bytes on opening: a process killed after writing keeps them all; bytes a power loss lost cut the journal at the first such record")
+    func uncoveredRecordsChecked() throws {
+        let home = try TemporaryDirectory()
+        let content = try SampleContent(size: 16 * 1024)
+        let order = [5, 1, 9, 12, 0, 7, 3, 15, 2, 8]
+        do {
+            // Written and never closed nor synced: as a killed process leaves them.
+            let partial = try content.openPartial(in: ContentStore(directory: home.url))
+            try partial.flush()
+            try content.write(order.prefix(2), to: partial)
+            try partial.flush()
+            try content.write(order.dropFirst(2), to: partial)
+        }
+        var partial = try content.openPartial(in: ContentStore(directory: home.url))
+        #expect(partial.recovery == .resumed)
+        #expect(Set(partial.verifiedChunks.verified) == Set(order))
+        #expect(partial.syncedChunkCount == 2)
+        let paths = try ContentStore(directory: home.url).paths(content.root)
+
+        // The bytes of the fifth record's chunk (chunk 0) are lost: it and the five after it go.
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: paths.partial))
+        try handle.seek(toOffset: 0)
+        try handle.write(contentsOf: Data(repeating: 0, count: 1024))
+        try handle.close()
+        partial = try content.openPartial(in: ContentStore(directory: home.url))
+        #expect(partial.recovery == .droppedTornRecords(6))
+        #expect(Set(partial.verifiedChunks.verified) == Set(order.prefix(4)))
+        try content.write(partial.verifiedChunks.missing, to: partial)
+        try partial.complete()
+        #expect(FileManager.default.contents(atPath: paths.complete) == Data(content.bytes))
     }
 
     @Test("a torn last record (a partial one) is dropped on opening and cut off the journal")
@@ -210,64 +245,66 @@ struct ContentStoreTests {
         #expect(reopened.verifiedChunks.isComplete)
     }
 
-    @Test("a last record whose checksum fails is dropped, and the others kept; so is a bad one among the last 16 with what follows")
+    @Test("a record whose checksum fails is cut with everything after it; the records before it are kept")
     func badChecksumDropped() throws {
         let home = try TemporaryDirectory()
         let content = try SampleContent(size: 40 * 1024)
         let paths = try writeAndClose(content, chunks: 0..<32, in: home)
         let records = try journalRecords(paths.journal)
-        // Flip a bit in the last record's hash.
+        // Flip a bit in the last chunk record's hash: it and the sync mark after it go.
         let last = ChunkJournal.headerByteCount + 31 * ChunkJournal.recordByteCount
         try flipBit(at: last + 10, in: paths.journal)
         var partial = try content.openPartial(in: ContentStore(directory: home.url))
-        #expect(partial.recovery == .droppedTornRecords(1))
+        #expect(partial.recovery == .droppedTornRecords(2))
         #expect(partial.verifiedChunks.count == 31)
         #expect(!partial.verifiedChunks.contains(records[31].index))
         #expect(fileSize(paths.journal) == last)
         try partial.close()
 
-        // Record 20 of 31: within the last 16, so a torn tail: records 20 on are dropped.
-        try flipBit(at: ChunkJournal.headerByteCount + 19 * ChunkJournal.recordByteCount + 38, in: paths.journal)
-        partial = try content.openPartial(in: ContentStore(directory: home.url))
-        #expect(partial.recovery == .droppedTornRecords(12))
-        #expect(Set(partial.verifiedChunks.verified) == Set(records.prefix(19).map(\.index)))
-    }
-
-    @Test("a bad record before the last 16 is damage: said so, and the partial content restarts empty; never a crash")
-    func damagedJournalRestarts() throws {
-        let home = try TemporaryDirectory()
-        let content = try SampleContent(size: 40 * 1024)
-        let paths = try writeAndClose(content, chunks: 0..<40, in: home)
+        // Record 3 of 32: records 3 on (and the mark closing wrote) are cut; never a crash.
         try flipBit(at: ChunkJournal.headerByteCount + 2 * ChunkJournal.recordByteCount + 5, in: paths.journal)
-        let partial = try content.openPartial(in: ContentStore(directory: home.url))
-        guard case .restarted(let reason) = partial.recovery else {
-            Issue.record("opened as \(partial.recovery)")
-            return
-        }
-        #expect(reason == "the journal's record 3 of 40 fails its checksum")
-        #expect(partial.recovery.description.contains("damaged"))
-        #expect(partial.verifiedChunks.count == 0)
-        #expect(fileSize(paths.journal) == ChunkJournal.headerByteCount)
-        try content.write(0..<40, to: partial)
+        partial = try content.openPartial(in: ContentStore(directory: home.url))
+        #expect(partial.recovery == .droppedTornRecords(30))
+        #expect(Set(partial.verifiedChunks.verified) == Set(records.prefix(2).map(\.index)))
+        try content.write(partial.verifiedChunks.missing, to: partial)
         try partial.complete()
         #expect(FileManager.default.contents(atPath: paths.complete) == Data(content.bytes))
     }
 
+    @Test("a record naming a chunk an earlier one named, or a mark covering more records than precede it, is cut the same way")
+    func repeatedChunkAndOvercountingMarkCut() throws {
+        let home = try TemporaryDirectory()
+        let content = try SampleContent(size: 40 * 1024)
+        let paths = try writeAndClose(content, chunks: 0..<40, in: home)
+        var bytes = try #require(FileManager.default.contents(atPath: paths.journal).map { [UInt8]($0) })
+        let header = ChunkJournal.headerByteCount, record = ChunkJournal.recordByteCount
+        bytes.replaceSubrange((header + record)..<(header + 2 * record), with: bytes[header..<(header + record)])
+        try Data(bytes).write(to: URL(fileURLWithPath: paths.journal))
+        var partial = try content.openPartial(in: ContentStore(directory: home.url))
+        #expect(partial.recovery == .droppedTornRecords(40))
+        #expect(partial.verifiedChunks.count == 1)
+        try partial.close()
+
+        bytes = try #require(FileManager.default.contents(atPath: paths.journal).map { [UInt8]($0) })
+        bytes += ChunkJournal.syncMark(covering: 5)
+        try Data(bytes).write(to: URL(fileURLWithPath: paths.journal))
+        partial = try content.openPartial(in: ContentStore(directory: home.url))
+        #expect(partial.recovery == .droppedTornRecords(1), "a mark covering 5 after 1 record is not one Weft writes")
+        #expect(partial.verifiedChunks.count == 1)
+    }
+
     /// Ways a journal of 40 records is damaged.
     enum JournalDamage: CaseIterable, Sendable, CustomStringConvertible {
-        case headerChecksum, magic, version, repeatedChunk, garbage
+        case headerChecksum, magic, version, garbage
 
         func apply(to bytes: inout [UInt8]) {
             switch self {
             case .headerChecksum: bytes[20] ^= 1
             case .magic: bytes[0] = UInt8(ascii: "X")
             case .version:
-                // Version 2 with its checksum right: a journal of a newer Weft.
-                bytes[6] = 2
+                // Version 3 with its checksum right: a journal of a newer Weft.
+                bytes[6] = 3
                 bytes.replaceSubrange(52..<56, with: BLAKE2b.hash(Array(bytes[..<52]), outputByteCount: 4))
-            case .repeatedChunk:
-                let first = Array(bytes[56..<96])
-                bytes.replaceSubrange(96..<136, with: first)
             case .garbage: bytes = (0..<2000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
             }
         }
@@ -277,7 +314,6 @@ struct ContentStoreTests {
             case .headerChecksum: "a header with a bad checksum"
             case .magic: "another magic"
             case .version: "another version"
-            case .repeatedChunk: "a chunk named twice"
             case .garbage: "garbage"
             }
         }
@@ -422,12 +458,15 @@ struct ContentStoreTests {
         let record = ChunkJournal.record(index: 1, hash: Array(repeating: 0x22, count: 32))
         #expect(record.map { String($0, radix: 16).leftPadded() }.joined() == Self.specRecord)
         #expect(Array(header[52...]) == BLAKE2b.hash(Array(header[..<52]), outputByteCount: 4))
+        let mark = ChunkJournal.syncMark(covering: 2)
+        #expect(mark.map { String($0, radix: 16).leftPadded() }.joined() == Self.specSyncMark)
     }
 
-    /// The example in SPEC.md §11.2.
+    /// The examples in SPEC.md §11.2.
     static let specHeader =
-        "57454654434a" + "01" + String(repeating: "11", count: 32) + "0000000000001388" + "0c" + "00000002" + "dbe787df"
+        "57454654434a" + "02" + String(repeating: "11", count: 32) + "0000000000001388" + "0c" + "00000002" + "a33aa31b"
     static let specRecord = "00000001" + String(repeating: "22", count: 32) + "fbcb6caf"
+    static let specSyncMark = "ffffffff" + "00000002" + String(repeating: "00", count: 28) + "3859a202"
 
     // MARK: - Helpers
 

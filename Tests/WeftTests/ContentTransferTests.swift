@@ -35,7 +35,7 @@ struct ContentTransferTests {
         init(
             _ name: String, meshKey: MeshKey, peers: [PeerAddress] = [], home: URL, identity: NodeIdentity = .generate(),
             store: Store? = nil, configuration: ContentConfiguration = ContentConfiguration(),
-            batchByteLimit: Int = ContentStore.defaultBatchByteLimit
+            syncByteLimit: Int = ContentStore.defaultSyncByteLimit
         ) throws {
             self.name = name
             var logger = Logger(label: "test.\(name)")
@@ -43,7 +43,7 @@ struct ContentTransferTests {
             let events = InProcessNodeTests.EventLog()
             let store = try store ?? Store(directory: nil, localUser: identity.publicKey)
             let content = ContentService(
-                store: store, contentStore: try ContentStore(directory: home, batchByteLimit: batchByteLimit), configuration: configuration,
+                store: store, contentStore: try ContentStore(directory: home, syncByteLimit: syncByteLimit), configuration: configuration,
                 logger: logger)
             let meshConfiguration = MeshNode.Configuration(
                 identity: identity, meshKey: meshKey, displayName: name, peers: peers, tickInterval: .milliseconds(50),
@@ -315,7 +315,7 @@ struct ContentTransferTests {
         let descriptor = try await alice.content.importContent(bytes: bytes, mimeType: "application/octet-stream")
         #expect(descriptor.chunkCount == 32)
 
-        // Bob asks for one chunk at a time, and makes each durable as it comes.
+        // Bob asks for one chunk at a time, and syncs each as it comes.
         var slow = ContentConfiguration()
         slow.transfer.initialWindow = 1
         slow.transfer.maxWindow = 1
@@ -323,7 +323,7 @@ struct ContentTransferTests {
         let bobIdentity = NodeIdentity.generate()
         let bob = try Node(
             "bob", meshKey: meshKey, peers: [try #require(alice.address)], home: directory.home("bob"), identity: bobIdentity,
-            configuration: slow, batchByteLimit: descriptor.chunkByteCount)
+            configuration: slow, syncByteLimit: descriptor.chunkByteCount)
         let bobTask = try await bob.start()
         await bob.content.download(descriptor)
         try await Harness.eventually("bob has some of it", within: 60) {

@@ -190,9 +190,9 @@ final class ContentDriver {
         switch outcome {
         case .complete:
             complete(root)
-        case .partial(let partial, let manifest, let durableBytes, let verified):
+        case .partial(let partial, let manifest, let heldBytes, let verified):
             download.partial = partial
-            service.board.advance(root, verifiedBytes: durableBytes)
+            service.board.advance(root, verifiedBytes: heldBytes)
             downloads[root] = download
             if let manifest {
                 transfer(root, manifest: manifest, verified: verified)
@@ -372,9 +372,9 @@ final class ContentDriver {
         guard downloads[root]?.phase == .transferring else { return }
         let peer = link.identity
         switch outcome {
-        case .written(let durableBytes):
+        case .written(let heldBytes):
             service.counters.withLock { $0.chunksVerified += 1 }
-            service.board.advance(root, verifiedBytes: durableBytes)
+            service.board.advance(root, verifiedBytes: heldBytes)
             downloads[root]?.chunksSinceTelling += 1
             if let count = downloads[root]?.chunksSinceTelling, count >= configuration.holdingsUpdateChunks {
                 downloads[root]?.chunksSinceTelling = 0
@@ -420,7 +420,7 @@ final class ContentDriver {
                     send(.cancel(root, chunks: part.map { UInt32($0) }), to: peer)
                 }
             case .progress:
-                break  // progress counts durable chunks (`ChunkOutcome.written`), not verified ones
+                break  // progress counts journaled chunks (`ChunkOutcome.written`), as the store holds them
             case .completed(let root):
                 guard let partial = downloads[root]?.partial else { continue }
                 downloads[root]?.phase = .completing

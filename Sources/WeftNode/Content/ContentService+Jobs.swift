@@ -38,7 +38,7 @@ extension ContentService {
                 }
             }
             let verified = TransferChunkSet(chunkCount: descriptor.chunkCount, chunks: partial.verifiedChunks.verified)
-            return .partial(partial, manifest: manifest, durableBytes: partial.durableByteCount, verified: verified)
+            return .partial(partial, manifest: manifest, heldBytes: partial.verifiedByteCount, verified: verified)
         }
     }
 
@@ -90,7 +90,7 @@ extension ContentService {
         do {
             // The decoder checked the index against the manifest.
             let written = try partial.write(chunk: index, bytes: bytes, hash: manifest.hashes[index].bytes)
-            return written ? .written(durableBytes: partial.durableByteCount) : .duplicate
+            return written ? .written(heldBytes: partial.verifiedByteCount) : .duplicate
         } catch let error as ContentStoreError where error.code == .closed {
             return .closed
         } catch {

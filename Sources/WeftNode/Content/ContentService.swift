@@ -325,13 +325,13 @@ enum ContentEvent: Sendable {
 
     enum OpenOutcome: Sendable {
         case complete
-        case partial(PartialContent, manifest: ContentManifest?, durableBytes: UInt64, verified: TransferChunkSet)
+        case partial(PartialContent, manifest: ContentManifest?, heldBytes: UInt64, verified: TransferChunkSet)
         case diskFull(String)
         case failed(String)
     }
 
     enum ChunkOutcome: Sendable {
-        case written(durableBytes: UInt64)
+        case written(heldBytes: UInt64)
         case duplicate
         /// A bad hash (§17.6 check 6): counted against the peer.
         case corrupt(String)

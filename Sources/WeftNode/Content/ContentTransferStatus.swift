@@ -32,9 +32,10 @@ public enum ContentTransferStatus: Sendable, Hashable, CustomStringConvertible {
 
 /// How far a content's transfer is, in verified uncompressed bytes, and what crossed the wire.
 public struct ContentProgress: Sendable, Hashable {
-    /// Bytes of the content held verified and durable (a download), or sent at least once (an
-    /// upload). Never goes backwards, also across a restart: a download counts only chunks
-    /// whose journal records are synced, so a crash never takes back what was reported.
+    /// Bytes of the content held verified (a download), or sent at least once (an upload).
+    /// Never goes backwards, also across a restart after the node was killed: a download
+    /// counts only chunks whose journal records are written, which the kernel keeps when the
+    /// process dies (a power loss may take back what no background sync covered yet).
     public var verifiedBytes: UInt64
     /// The content's size.
     public var totalBytes: UInt64

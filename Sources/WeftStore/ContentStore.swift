@@ -31,6 +31,7 @@ public final class ContentStore: Sendable {
     /// Chunk bytes a `PartialContent` writes before it syncs them in the background.
     public let syncByteLimit: Int
     let openPartials = OpenPartials()
+    let openFrames = OpenFrames()
     /// Where partial contents sync in the background: one thread, so the disk gets one sync
     /// at a time and the thread pool that verifies chunks never waits for it.
     let syncQueue = DispatchQueue(label: "weft.content-sync")
@@ -172,7 +173,7 @@ public final class ContentStore: Sendable {
 
     // MARK: - Removing
 
-    /// Removes the content named `root`, complete or partial, and its manifest (closing its `PartialContent`
+    /// Removes the content named `root`, complete or partial, its manifest and its frames (closing its `PartialContent`
     /// without flushing: whoever still holds it gets `.closed`). False if nothing was held.
     @discardableResult
     public func remove(_ root: Root) throws -> Bool {
@@ -181,7 +182,8 @@ public final class ContentStore: Sendable {
             handle?.discard()
             let paths = Paths(directory: directory.path, root: root)
             var removed = handle != nil
-            for path in [paths.complete, paths.journal, paths.partial, paths.manifest] where try ContentFile.remove(path) {
+            forgetFrames(of: root)
+            for path in [paths.complete, paths.journal, paths.partial, paths.manifest, paths.frames] where try ContentFile.remove(path) {
                 removed = true
             }
             if removed { try ContentFile.syncDirectory(paths.directory) }
@@ -222,6 +224,8 @@ extension ContentStore {
         let journal: String
         /// `content/<root hex>.manifest`: the content's manifest (SPEC.md §17.4).
         let manifest: String
+        /// `content/<root hex>.frames`: each chunk's frame as it travels (`ContentFrames`).
+        let frames: String
 
         init(directory: String, root: Root) {
             self.directory = directory
@@ -229,6 +233,7 @@ extension ContentStore {
             partial = complete + ".partial"
             journal = complete + ".journal"
             manifest = complete + ".manifest"
+            frames = complete + ".frames"
         }
     }
 

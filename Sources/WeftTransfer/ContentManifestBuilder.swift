@@ -55,6 +55,17 @@ public struct ContentManifestBuilder: Sendable {
         hashes.append(ContentTree.leafHash(of: chunk))
     }
 
+    /// Appends the next chunk by its leaf hash, computed elsewhere (so a sender can hash
+    /// several chunks at once, on several cores): the caller hashed exactly
+    /// `nextChunkByteCount` bytes with `ContentTree.leafHash`. Throws `.wrongSize` once every
+    /// chunk is in.
+    public mutating func append(leafHash: ChunkHash) throws(ContentError) {
+        guard nextChunkByteCount != nil else {
+            throw ContentError(.wrongSize, "all \(chunkCount) chunks of the content are in already")
+        }
+        hashes.append(leafHash)
+    }
+
     public mutating func append(_ chunk: [UInt8]) throws(ContentError) {
         let result = chunk.withUnsafeBytes { raw in
             Result { () throws(ContentError) in try append(raw) }

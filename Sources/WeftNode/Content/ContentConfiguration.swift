@@ -30,7 +30,7 @@ public struct ContentConfiguration: Sendable {
     public var maxWaitingDownloads = 4_096
 
     /// Chunks a peer identity may have asked for and not yet been sent (§17.8); more are dropped.
-    public var maxQueuedChunksPerPeer = 64
+    public var maxQueuedChunksPerPeer = 128
     /// Manifests a peer identity may have asked for and not yet been sent; more are dropped.
     public var maxQueuedManifestsPerPeer = 4
     /// Manifests asked of one peer at once (within what a peer keeps for another: 4).

@@ -4,9 +4,10 @@ import WeftModel
 import WeftStore
 import WeftTransfer
 
-// Adding content this node's user sends (SPEC.md §11.2, §17.2–§17.4): read a chunk at a time,
-// hashed into its manifest and written into the content store as it is read, so that a file
-// is read once and never held in memory whole.
+// Adding content this node's user sends (SPEC.md §11.2, §17.2–§17.4): read a few chunks at a
+// time, each hashed into the manifest and encoded as the frame it travels as (compressed once,
+// here, and never again) on every core at once, then written into the content store with its
+// frame while the next chunks are read; so a file is read once and never held in memory whole.
 
 extension ContentService {
     /// Adds the file's bytes as content of `mimeType` and returns its descriptor (for a
@@ -74,18 +75,8 @@ extension ContentService {
                 } catch {
                     throw ContentServiceError(.unsupportedSize, "\(error.detail.prefix(1).uppercased())\(error.detail.dropFirst()).")
                 }
-                let importing = try self.contentStore.beginImport()
-                var buffer = [UInt8](repeating: 0, count: builder.chunkByteCount)
-                var offset = 0
-                while let length = builder.nextChunkByteCount {
-                    try buffer.withUnsafeMutableBytes { raw in
-                        let chunk = UnsafeMutableRawBufferPointer(rebasing: raw[0..<length])
-                        try read(chunk, offset)
-                        try builder.append(UnsafeRawBufferPointer(chunk))
-                        try importing.append(UnsafeRawBufferPointer(chunk))
-                    }
-                    offset += length
-                }
+                let importing = try self.contentStore.beginImport(chunkCount: builder.chunkCount)
+                try ImportPipeline(coders: self.coders, mimeType: mimeType).run(&builder, read: read, into: importing)
                 let manifest = try builder.finish()
                 let root = try ContentStore.Root(manifest.root.bytes)
                 // The manifest first: content is served only with it (a manifest alone is harmless).

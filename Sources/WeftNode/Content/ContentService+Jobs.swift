@@ -90,11 +90,24 @@ extension ContentService {
         do {
             // The decoder checked the index against the manifest.
             let written = try partial.write(chunk: index, bytes: bytes, hash: manifest.hashes[index].bytes)
+            if written { keep(chunk.frame, ofChunk: index, of: manifest.descriptor) }
             return written ? .written(heldBytes: partial.verifiedByteCount) : .duplicate
         } catch let error as ContentStoreError where error.code == .closed {
             return .closed
         } catch {
             return Self.isDiskFull(error) ? .diskFull(Self.reason(error)) : .failed(Self.reason(error))
+        }
+    }
+
+    /// Keeps a verified chunk's frame as it arrived, so that this node serves it on without
+    /// compressing it again (a cache: a frame not kept is made again when served).
+    private func keep(_ frame: ByteBuffer, ofChunk index: Int, of descriptor: ContentDescriptor) {
+        do {
+            let root = try ContentStore.Root(descriptor.root.bytes)
+            let frames = try contentStore.frames(of: root, chunkCount: descriptor.chunkCount, create: true)
+            try frame.withUnsafeReadableBytes { try frames?.keep($0, of: index) }
+        } catch {
+            logger.debug("cannot keep the frame of chunk \(index) of content \(descriptor.root): \(error)")
         }
     }
 

@@ -5,24 +5,41 @@ import WeftSync
 import WeftTransfer
 
 // Serving (SPEC.md §17.8): one server task per content-capable connection answers what its
-// peer asks, one job at a time, reading from the disk on the thread pool. Chunks and manifests
+// peer asks, a few jobs at a time, reading from the disk on the thread pool. Chunks and manifests
 // go on the connection's bulk lane, each once the lane has room; everything else on the sync
 // lane.
 
 extension ContentService {
+    /// Jobs one connection's server works on at once: reading the next chunks while the last
+    /// ones are written keeps the connection busy.
+    static let jobsServedAtOnce = 4
+
     /// The server of one connection: answers its queue's jobs until it closes.
     func serve(_ queue: ContentServeQueue) async {
-        let link = queue.link
-        while let job = await queue.next() {
-            switch job {
-            case .holdings(let root):
-                await answerHoldings(root, queue: queue)
-            case .manifest(let root):
-                await sendManifest(root, queue: queue)
-            case .chunk(let root, let index):
-                await sendChunk(index, of: root, link: link)
+        await withTaskGroup(of: Void.self) { group in
+            var running = 0
+            while let job = await queue.next() {
+                if running == Self.jobsServedAtOnce {
+                    await group.next()
+                    running -= 1
+                }
+                group.addTask {
+                    await self.perform(job, queue: queue)
+                    queue.done(job)
+                }
+                running += 1
             }
-            queue.done(job)
+        }
+    }
+
+    private func perform(_ job: ContentServeQueue.Job, queue: ContentServeQueue) async {
+        switch job {
+        case .holdings(let root):
+            await answerHoldings(root, queue: queue)
+        case .manifest(let root):
+            await sendManifest(root, queue: queue)
+        case .chunk(let root, let index):
+            await sendChunk(index, of: root, link: queue.link)
         }
     }
 
@@ -97,17 +114,7 @@ extension ContentService {
         let mimeType = mimeTypes.withLock { $0[root] } ?? "application/octet-stream"
         let frame: ByteBuffer?
         do {
-            frame = try await blocking { () -> ByteBuffer? in
-                let storeRoot = try ContentStore.Root(root.bytes)
-                let bytes: [UInt8]
-                do {
-                    bytes = try self.contentStore.read(
-                        storeRoot, layout: try Self.layout(of: descriptor), chunks: Int(index)..<Int(index) + 1)
-                } catch let error as ContentStoreError where error.code == .notHeld || error.code == .chunkMissing {
-                    return nil
-                }
-                return self.coders.withEncoder { $0.encode(bytes, mimeType: mimeType) }
-            }
+            frame = try await blocking { try self.frame(ofChunk: Int(index), of: descriptor, mimeType: mimeType) }
         } catch {
             if error is CancellationError { return }
             logger.error("cannot read chunk \(index) of content \(root) to serve it: \(error)")
@@ -126,6 +133,36 @@ extension ContentService {
         link.outbox.enqueueBulk(payload)
         counters.withLock { $0.chunksServed += 1 }
         board.sent(root, chunk: Int(index), wireBytes: frame.readableBytes)
+    }
+
+    /// The frame of a verified chunk, as kept when the chunk was added or arrived (§11.2
+    /// `ROOT.frames`); made from the chunk's bytes, and kept, only if none is (content held
+    /// from before frames were kept, or a frame a crash tore). Nil if the chunk is not held.
+    /// Blocks.
+    func frame(ofChunk index: Int, of descriptor: ContentDescriptor, mimeType: String) throws -> ByteBuffer? {
+        let root = try ContentStore.Root(descriptor.root.bytes)
+        let layout = try Self.layout(of: descriptor)
+        let frames = try? contentStore.frames(of: root, chunkCount: descriptor.chunkCount, create: false)
+        let kept = try? frames?.kept(index)
+        if case .frame(let bytes) = kept { return ByteBuffer(bytes: bytes) }
+        let bytes: [UInt8]
+        do {
+            bytes = try contentStore.read(root, layout: layout, chunks: index..<index + 1)
+        } catch let error as ContentStoreError where error.code == .notHeld || error.code == .chunkMissing {
+            return nil
+        }
+        if kept == .raw {
+            var frame = ByteBuffer()
+            frame.reserveCapacity(ChunkFrame.flagsByteCount + bytes.count)
+            frame.writeInteger(UInt8(0))
+            frame.writeBytes(bytes)
+            return frame
+        }
+        let frame = coders.withEncoder { $0.encode(bytes, mimeType: mimeType) }
+        // Kept for the next time; a frame not kept is only made again.
+        let store = try? frames ?? contentStore.frames(of: root, chunkCount: descriptor.chunkCount, create: true)
+        frame.withUnsafeReadableBytes { try? store?.keep($0, of: index) }
+        return frame
     }
 
     /// The descriptor of a content held, from its manifest's first bytes (cached).

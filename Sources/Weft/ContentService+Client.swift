@@ -43,6 +43,7 @@ extension ContentService: ContentDownloads {
         return [
             ("chunksServed", counts.chunksServed), ("chunksReceived", counts.chunksReceived), ("chunksVerified", counts.chunksVerified),
             ("corruptChunks", counts.corruptChunks), ("chunksIgnored", counts.chunksIgnored), ("manifestsServed", counts.manifestsServed),
+            ("framesEncoded", counts.framesEncoded),
             ("contentRequestsDropped", counts.requestsDropped), ("downloadsCompleted", counts.downloadsCompleted),
         ].map { ReplicationCounter(name: $0.0, value: UInt64(clamping: $0.1)) }
     }

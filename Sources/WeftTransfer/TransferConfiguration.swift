@@ -2,15 +2,15 @@
 /// They are local choices, not protocol: two nodes with different values still interoperate.
 public struct TransferConfiguration: Sendable, Hashable {
     /// Chunk requests a newly connected peer may have unanswered at once.
-    public var initialWindow = 8
+    public var initialWindow = 4
     /// The window never shrinks below this, nor grows past `maxWindow`: each chunk a peer
     /// answers verified widens its window by one, each tick in which its requests time out
     /// halves it.
     public var minWindow = 1
-    public var maxWindow = 32
+    public var maxWindow = 8
     /// Chunk requests unanswered at once over every peer and every content (endgame copies
     /// included).
-    public var maxRequestsInFlight = 128
+    public var maxRequestsInFlight = 64
     /// A request not answered within this time is cancelled and given to another peer.
     public var requestTimeoutMilliseconds: UInt64 = 15_000
     /// Endgame: when every chunk a content still lacks is requested and at most this many

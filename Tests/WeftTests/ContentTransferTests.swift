@@ -199,7 +199,7 @@ struct ContentTransferTests {
         #expect(bob.content.board.progress(of: jpegRoot)?.wireBytes == UInt64(contents[3].bytes.count) + 13, "raw: a flags byte a chunk")
     }
 
-    @Test("through a relay: the relay fetches and keeps the content of a message it forwards, and serves it once the sender is offline")
+    @Test("through a relay: the relay fetches and keeps the content of a message it forwards, and serves it once the sender is offline, sending the compressed frames it received (nothing is compressed again)")
     func relay() async throws {
         let directory = try Directory()
         let meshKey = MeshKey.generate()
@@ -215,10 +215,10 @@ struct ContentTransferTests {
         }
         try await Harness.eventually("alice and bob connected") { bob.node.node.connectedPeers.count == 1 }
 
-        let bytes = Self.random(700_001)
-        let descriptor = try await alice.content.importContent(bytes: bytes, mimeType: "application/octet-stream")
+        let bytes = Self.text(700_001)
+        let descriptor = try await alice.content.importContent(bytes: bytes, mimeType: "text/plain")
         let conversation = try await alice.client.createConversation(with: [carolIdentity.publicKey])
-        let sent = try await alice.client.send([MessagePart(mimeType: "application/octet-stream", content: descriptor)], in: conversation.id)
+        let sent = try await alice.client.send([MessagePart(mimeType: "text/plain", content: descriptor)], in: conversation.id)
 
         // Bob is no participant: he relays the message and keeps its content.
         try await Harness.eventually("bob relays the message") { try bob.node.store.operations(in: conversation.id).count >= 2 }
@@ -237,6 +237,11 @@ struct ContentTransferTests {
         try await Harness.eventually("carol holds the content", within: 60) { carol.content.status(of: descriptor.root) == .complete }
         #expect(Self.held(descriptor.root, on: carol) == bytes)
         #expect(carol.content.statistics.chunksVerified == descriptor.chunkCount)
+        #expect(alice.content.statistics.framesEncoded == 0, "alice sent the frames she made when she added it")
+        #expect(bob.content.statistics.chunksServed >= descriptor.chunkCount)
+        #expect(bob.content.statistics.framesEncoded == 0, "bob served the frames he received")
+        let wire = try #require(carol.content.currentProgress(of: descriptor.root)?.wireBytes)
+        #expect(wire < UInt64(bytes.count) / 2, "compressed frames crossed both links: \(wire) bytes")
     }
 
     @Test("along a line a–b–c with all three running, the recipient gets the content through the relay while the relay fetches it")

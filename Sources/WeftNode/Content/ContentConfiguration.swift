@@ -15,8 +15,16 @@ public struct ContentConfiguration: Sendable {
     /// offline, as a messaging service's server would).
     public var keepsRelayedContent = true
 
-    /// The transfer scheduler's bounds and timings.
-    public var transfer = TransferConfiguration()
+    /// The transfer scheduler's bounds and timings: wider windows than the scheduler's own
+    /// defaults, so that one fast peer keeps up to 4 MiB of 256 KiB chunks in flight (on loopback,
+    /// the chunks' round trips through both nodes, not the link, set the rate).
+    public var transfer: TransferConfiguration = {
+        var transfer = TransferConfiguration()
+        transfer.initialWindow = 8
+        transfer.maxWindow = 16
+        transfer.maxRequestsInFlight = 128
+        return transfer
+    }()
     /// How often the scheduler's timer runs.
     public var tickInterval: Duration = .milliseconds(250)
     /// A peer asked for a manifest that has not answered within this is asked no more for now.

@@ -159,6 +159,7 @@ extension ContentService {
             return frame
         }
         let frame = coders.withEncoder { $0.encode(bytes, mimeType: mimeType) }
+        counters.withLock { $0.framesEncoded += 1 }
         // Kept for the next time; a frame not kept is only made again.
         let store = try? frames ?? contentStore.frames(of: root, chunkCount: descriptor.chunkCount, create: true)
         frame.withUnsafeReadableBytes { try? store?.keep($0, of: index) }

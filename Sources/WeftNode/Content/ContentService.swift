@@ -301,6 +301,10 @@ public struct ContentStatistics: Sendable, Hashable {
     public var chunksIgnored = 0
     /// Manifests sent to peers.
     public var manifestsServed = 0
+    /// Chunks encoded (compressed, or found not worth it) to serve them, because no frame was
+    /// kept: a node that added the content, or received it, keeps every chunk's frame and
+    /// encodes none (only content held from before frames were kept, or a frame a crash tore).
+    public var framesEncoded = 0
     /// Requests of peers dropped past their bounds.
     public var requestsDropped = 0
     /// Contents completed by download.

@@ -48,13 +48,17 @@ extension ContentService: ContentDownloads {
         ].map { ReplicationCounter(name: $0.0, value: UInt64(clamping: $0.1)) }
     }
 
-    /// `file` copied to `path` through a temporary file renamed over it.
+    /// `file` copied to `path` through a temporary file renamed over it (by the kernel,
+    /// `sendfile`, where it can: no pass through this process's memory).
     static func copy(_ file: URL, to path: String) throws(ControlFailure) {
         let target = URL(fileURLWithPath: path)
         let temporary = target.deletingLastPathComponent().appendingPathComponent(".\(target.lastPathComponent).weft-download")
         do {
             try? FileManager.default.removeItem(at: temporary)
-            try FileManager.default.copyItem(at: file, to: temporary)
+            if !kernelCopy(file.path, to: temporary.path) {
+                try? FileManager.default.removeItem(at: temporary)
+                try FileManager.default.copyItem(at: file, to: temporary)
+            }
             // The content file is read-only in the store; the copy is the user's.
             try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: temporary.path)
         } catch {
@@ -67,6 +71,27 @@ extension ContentService: ContentDownloads {
             throw ControlFailure(.storageFailed, "Cannot write \(path): \(reason).")
         }
     }
+}
+
+/// Copies `source` to a new file `target` with `sendfile` (a copy inside the kernel); false
+/// (leaving whatever it wrote, for the caller to remove) where the kernel or file system cannot.
+private func kernelCopy(_ source: String, to target: String) -> Bool {
+    let input = open(source, O_RDONLY | O_CLOEXEC)
+    guard input >= 0 else { return false }
+    defer { close(input) }
+    let output = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    guard output >= 0 else { return false }
+    defer { close(output) }
+    var info = stat()
+    guard fstat(input, &info) == 0 else { return false }
+    var left = Int(info.st_size)
+    while left > 0 {
+        let copied = sendfile(output, input, nil, min(left, 1 << 30))
+        if copied < 0 && errno == EINTR { continue }
+        guard copied > 0 else { return false }
+        left -= copied
+    }
+    return true
 }
 
 extension DownloadProgress {

@@ -111,6 +111,16 @@ def vm_hwm_mb(pid):
     return None
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds a running process has used (all its threads)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (FileNotFoundError, IndexError, ValueError):
+        return None
+
+
 # MARK: - Processes
 
 
@@ -712,7 +722,8 @@ def syncthing_case(bench, case, src, compression, resume=False):
     result["verified"] = blake2b_file(final) == bench.hashes[src]
     if not result["verified"]:
         log("  WARNING: the received file differs from the source")
-    shutil.rmtree(work, ignore_errors=True)
+    if not bench.args.keep:
+        shutil.rmtree(work, ignore_errors=True)
     bench.report(result)
     return result
 
@@ -806,7 +817,7 @@ class WeftNode:
         return run([self.weft, *args, "--home", self.home], timeout=timeout, check=check)
 
     def start(self):
-        argv = [self.weft, "node", "--home", self.home, "--listen", f"127.0.0.1:{self.port}", "--log-level", "info"]
+        argv = [self.weft, "node", "--home", self.home, "--listen", f"127.0.0.1:{self.port}", "--log-level", os.environ.get("WEFT_BENCH_LOG_LEVEL", "info")]
         if self.peer_port:
             argv += ["--peer", f"127.0.0.1:{self.peer_port}"]
         self.proc = PROCS.start(argv, self.home + ".log")
@@ -923,6 +934,7 @@ def weft_case(bench, case, src, mime, resume=False):
     result = {"case": case, "tool": "Weft", "sizeBytes": size}
     os.sync()
     wire0 = bench.wire.sent(pair.a.port, pair.b.port)
+    cpu0 = (cpu_seconds(pair.a.proc.pid), cpu_seconds(pair.b.proc.pid))
     t0 = now()
     message = pair.a.cli("send", pair.conversation, "--file", f"{os.path.abspath(src)}:{mime}",
                          timeout=3600).stdout.strip().split()[-1]
@@ -985,12 +997,18 @@ def weft_case(bench, case, src, mime, resume=False):
         result["wireBytes"] = wire1 - wire0
         result["wireRatio"] = result["wireBytes"] / size
     result["receiverPeakRSSMB"] = vm_hwm_mb(pair.b.proc.pid)
+    cpu1 = (cpu_seconds(pair.a.proc.pid), cpu_seconds(pair.b.proc.pid))
+    if not resume and None not in cpu0 + cpu1:
+        # CPU the two nodes used for the whole case (the receiver's copy to --out included).
+        result["senderCPUSeconds"] = cpu1[0] - cpu0[0]
+        result["receiverCPUSeconds"] = cpu1[1] - cpu0[1]
     result["progressLines"] = len(download.lines)
     pair.stop()
     result["verified"] = blake2b_file(out) == bench.hashes[src]
     if not result["verified"]:
         log("  WARNING: the received file differs from the source")
-    shutil.rmtree(work, ignore_errors=True)
+    if not bench.args.keep:
+        shutil.rmtree(work, ignore_errors=True)
     bench.report(result)
     return result
 
@@ -1089,6 +1107,8 @@ def print_report(bench, limits, size, weft_note, text_ratio, load):
                 bits.append(f"of which scan {r['scanSeconds']:.2f} s")
         if r["tool"] == "Weft" and r.get("sendSeconds") is not None and r["case"] != "resume":
             bits.append(f"of which send {r['sendSeconds']:.2f} s")
+        if r.get("senderCPUSeconds") is not None:
+            bits.append(f"CPU s sender {r['senderCPUSeconds']:.2f}, receiver {r['receiverCPUSeconds']:.2f}")
         if r["case"] == "resume":
             if r.get("resumeMissed"):
                 bits.append("finished before half: not measured")

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 // What the content store keeps beside a content's bytes (SPEC.md §11.2): its manifest, and
 // content added by this node, written whole before it has a name.
@@ -177,6 +178,10 @@ public final class ContentImport {
     private let frames: (path: String, frames: ContentFrames)?
     private var length = 0
     private var isDone = false
+    /// Bytes appended since the last background sync began, and whether one runs: syncing as
+    /// the import goes leaves little for the sync that names it to wait for.
+    private var bytesSinceSync = 0
+    private let syncing = SyncFlag()
 
     fileprivate init(store: ContentStore, path: String, file: ContentFile, frames: (path: String, frames: ContentFrames)?) {
         self.store = store
@@ -201,10 +206,30 @@ public final class ContentImport {
     /// Bytes appended so far.
     public var byteCount: Int { length }
 
-    /// Appends `bytes` (`.diskFull` when they do not fit).
+    /// Appends `bytes` (`.diskFull` when they do not fit). Once `store.syncByteLimit` bytes
+    /// were appended since the last, a sync of what is written starts in the background.
     public func append(_ bytes: UnsafeRawBufferPointer) throws {
         try file.write(bytes, at: length)
         length += bytes.count
+        bytesSinceSync += bytes.count
+        if bytesSinceSync >= store.syncByteLimit, syncing.begin() {
+            bytesSinceSync = 0
+            let (file, syncing) = (file, syncing)
+            store.syncQueue.async {
+                // Only to get ahead: `finish` syncs the whole file, and reports a failure.
+                try? file.syncData()
+                syncing.end()
+            }
+        }
+    }
+
+    /// Whether a background sync runs.
+    private final class SyncFlag: Sendable {
+        private let running = Mutex(false)
+
+        /// True if none ran (one does now).
+        func begin() -> Bool { running.withLock { running in defer { running = true }; return !running } }
+        func end() { running.withLock { $0 = false } }
     }
 
     /// Makes the content complete under `root`: synced, read-only, renamed to `ROOT` and

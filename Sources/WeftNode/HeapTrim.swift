@@ -10,7 +10,7 @@ import Glibc
 /// large after the peer leaves, though nothing uses the memory. `malloc_trim(0)` returns the
 /// free pages of every arena. It is looked up at run time: Swift's Glibc module does not
 /// declare it (`malloc.h`), and another C library may not have it; then this does nothing.
-enum HeapTrim {
+public enum HeapTrim {
     private typealias Trim = @convention(c) (Int) -> Int32
 
     private static let trim: Trim? = {
@@ -21,6 +21,30 @@ enum HeapTrim {
         return nil
         #endif
     }()
+
+    private typealias Option = @convention(c) (Int32, Int32) -> Int32
+
+    private static let option: Option? = {
+        #if canImport(Glibc)
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return nil }
+        return unsafeBitCast(symbol, to: Option.self)
+        #else
+        return nil
+        #endif
+    }()
+
+    /// Keeps the buffers a transfer frees for the next ones, instead of giving them back to
+    /// the system and taking them again: chunk buffers (256 KiB and more) are otherwise mapped
+    /// and unmapped one by one, and threads' heaps trimmed as they free, so every chunk pays
+    /// for page faults and zeroed pages. Blocks under 4 MiB come from the heap, and the heap is
+    /// trimmed only past 64 MiB free, or when `giveBack` is called. A node calls it once, as
+    /// it starts. Whether the allocator took it.
+    @discardableResult
+    public static func keepFreedBuffers() -> Bool {
+        guard let option else { return false }
+        let trimThreshold: Int32 = -1, mmapThreshold: Int32 = -3  // malloc.h's M_TRIM_THRESHOLD, M_MMAP_THRESHOLD
+        return option(mmapThreshold, 4 << 20) == 1 && option(trimThreshold, 64 << 20) == 1
+    }
 
     /// Returns free memory to the system; whether the allocator could do it here.
     @discardableResult

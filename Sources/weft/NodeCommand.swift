@@ -70,6 +70,7 @@ struct NodeCommand: AsyncCommand {
 
     func execute() async throws {
         bootstrapLogging(level: logLevel)
+        HeapTrim.keepFreedBuffers()
         let logger = Logger(label: "weft.node")
         if discovery == nil, !discoveryIsOn, let listen {
             warn("LAN discovery is off: \(listen.host) is loopback, which nobody on the LAN can dial (listen on 0.0.0.0 or a LAN address to be found)")

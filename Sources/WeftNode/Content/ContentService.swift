@@ -35,7 +35,9 @@ public final class ContentService: Sendable {
     let store: Store
     let logger: Logger
 
-    let board = ContentBoard()
+    let board: ContentBoard
+    /// Content added here and not sent whole yet, kept across restarts as the board tells.
+    let pendingUploads: PendingUploads
     let coders = ChunkCoders()
     let events: DriverQueue<ContentEvent>
     /// Room for chunks being verified and written.
@@ -71,6 +73,9 @@ public final class ContentService: Sendable {
         self.contentStore = contentStore
         self.configuration = configuration
         self.logger = logger
+        let pendingUploads = PendingUploads(directory: contentStore.directory, logger: logger)
+        self.pendingUploads = pendingUploads
+        board = ContentBoard(onUpload: { pendingUploads.record($0) })
         events = DriverQueue(capacity: configuration.maxQueuedEvents)
         verifying = JobSlots(configuration.maxChunksVerifying)
         budget = ContentServeBudget(
@@ -124,6 +129,9 @@ public final class ContentService: Sendable {
     /// - Parameter changes: the store's commits, subscribed to before anything of the node
     ///   runs, so that no message stored is missed.
     func run(changes: ChangeStream) async {
+        // Before any server runs: a chunk served before the board knows its upload would
+        // never count, and the upload never be complete.
+        await resumeUploads()
         await withTaskCancellationHandler {
             await withDiscardingTaskGroup { group in
                 group.addTask {
@@ -152,6 +160,8 @@ public final class ContentService: Sendable {
                 } catch {
                     self.logger.error("cannot flush partial content on stopping: \(error)")
                 }
+                // What was sent whole last is on the disk before the node says it stopped.
+                self.pendingUploads.applyRecorded()
                 continuation.resume()
             }
         }
@@ -189,6 +199,28 @@ public final class ContentService: Sendable {
         } catch {
             logger.error("cannot list the content to resume: \(error)")
         }
+    }
+
+    /// Tells the board of the content added before a restart and not sent whole yet (awaiting
+    /// upload again); forgets the marks of content no longer held whole.
+    private func resumeUploads() async {
+        let marked: [(root: ContentRoot, isHeld: Bool)]
+        do {
+            marked = try await blocking { try self.pendingUploads.roots().map { ($0, self.contentFile($0) != nil) } }
+        } catch {
+            if !(error is CancellationError) { logger.error("cannot list the content awaiting upload: \(error)") }
+            return
+        }
+        var resumed = 0
+        for (root, isHeld) in marked {
+            if isHeld, let descriptor = await descriptor(of: root) {
+                board.added(descriptor, resumed: true)
+                resumed += 1
+            } else {
+                pendingUploads.forget(root)
+            }
+        }
+        if resumed > 0 { logger.info("\(resumed) content(s) added here await upload") }
     }
 
     // MARK: - Automatic downloads

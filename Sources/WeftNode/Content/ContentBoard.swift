@@ -54,6 +54,8 @@ final class ContentBoard: Sendable {
         var entries: [ContentRoot: Entry] = [:]
         var clock: UInt64 = 0
         var nextWatcher: UInt64 = 0
+        /// The service stopped: watchers are finished, and new ones at once.
+        var isClosed = false
     }
 
     private let state = Mutex(State())
@@ -81,6 +83,10 @@ final class ContentBoard: Sendable {
     func watch(_ root: ContentRoot, initial: ContentProgress?, isOver: Bool) -> AsyncStream<ContentProgress> {
         let (stream, continuation) = AsyncStream<ContentProgress>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let id = state.withLock { state -> UInt64? in
+            if state.isClosed {
+                if let progress = state.entries[root]?.progress ?? initial { continuation.yield(progress) }
+                return nil
+            }
             if let entry = state.entries[root] {
                 continuation.yield(entry.progress)
                 if entry.isFinished { return nil }
@@ -158,6 +164,21 @@ final class ContentBoard: Sendable {
             entry.status = .failed(reason: reason)
             entry.progress.bytesPerSecond = 0
         }
+    }
+
+    /// The service stopped: every watcher is finished (where the content stood is what it
+    /// saw last), and so is any new one at once.
+    func close() {
+        let watchers = state.withLock { state -> [AsyncStream<ContentProgress>.Continuation] in
+            state.isClosed = true
+            var watchers: [AsyncStream<ContentProgress>.Continuation] = []
+            for (root, entry) in state.entries where !entry.watchers.isEmpty {
+                watchers += entry.watchers.values
+                state.entries[root]?.watchers = [:]
+            }
+            return watchers
+        }
+        for watcher in watchers { watcher.finish() }
     }
 
     // MARK: - Uploads

@@ -167,8 +167,10 @@ public final class ContentService: Sendable {
         }
     }
 
-    /// Ends the driver, the servers and the jobs waiting to start (the node stopped).
+    /// Ends the driver, the servers, the jobs waiting to start and the progress watched (the
+    /// node stopped).
     private func stop() {
+        board.close()
         events.close()
         verifying.close()
         spawn.finish()

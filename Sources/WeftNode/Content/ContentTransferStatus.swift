@@ -34,7 +34,9 @@ public enum ContentTransferStatus: Sendable, Hashable, CustomStringConvertible {
 public struct ContentProgress: Sendable, Hashable {
     /// Bytes of the content held verified and durable (a download), or sent at least once (an
     /// upload). Never goes backwards, also across a restart: a download counts only chunks
-    /// whose journal records are synced, so a crash never takes back what was reported.
+    /// whose journal records are synced, so a crash never takes back what was reported. An
+    /// upload sent whole stays so across a restart; one that was not counts its chunks sent
+    /// again from 0 after it (which were sent is not kept, `PendingUploads`).
     public var verifiedBytes: UInt64
     /// The content's size.
     public var totalBytes: UInt64

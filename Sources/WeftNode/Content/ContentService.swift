@@ -234,7 +234,7 @@ public final class ContentService: Sendable {
                 guard case .postMessage(let parts, _) = signed.operation.body else { continue }
                 for part in parts {
                     guard let descriptor = part.content else { continue }
-                    if await shouldFetch(descriptor, in: signed.operation.conversation) {
+                    if await shouldFetch(descriptor, mimeType: part.mimeType, in: signed.operation.conversation) {
                         await events.send(.want(descriptor, mimeType: part.mimeType))
                     }
                 }
@@ -242,8 +242,12 @@ public final class ContentService: Sendable {
         }
     }
 
-    private func shouldFetch(_ descriptor: ContentDescriptor, in conversation: ConversationID) async -> Bool {
+    /// Whether a content part of a message stored in `conversation` is fetched without being
+    /// asked for: small enough, of a MIME type fetched automatically, or in a conversation
+    /// whose every part the node takes (see `ContentConfiguration`).
+    func shouldFetch(_ descriptor: ContentDescriptor, mimeType: String, in conversation: ConversationID) async -> Bool {
         if descriptor.byteCount <= configuration.automaticDownloadLimit { return true }
+        if configuration.automaticDownloadTypes.contains(where: { $0.matches(mimeType) }) { return true }
         let participant = configuration.downloadsParticipantContent
         let relayed = configuration.keepsRelayedContent
         if participant == relayed { return participant }

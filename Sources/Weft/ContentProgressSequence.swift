@@ -32,8 +32,10 @@ public struct ContentProgressSequence: AsyncSequence, Sendable {
     /// Where the content parts' transfers are followed (never nil when a part has content).
     let transfers: (any ContentTransfers)?
 
+    /// A new iterator, which follows the parts' transfers from now on.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(parts: parts, transfers: transfers) }
 
+    /// Follows the parts' transfers while it is held (see `ContentProgressSequence`).
     public struct AsyncIterator: AsyncIteratorProtocol {
         public typealias Failure = WeftError
 
@@ -49,10 +51,13 @@ public struct ContentProgressSequence: AsyncSequence, Sendable {
             self.transfers = transfers
         }
 
+        /// The next value: at once the first time, then once something changed; nil once the
+        /// last value (exactly whole) was given, or the task is cancelled.
         public mutating func next() async throws(WeftError) -> ContentProgress? {
             try await next(isolation: nil)
         }
 
+        /// `next()`, on the caller's actor.
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(WeftError) -> ContentProgress? {
             guard !isOver else { return nil }
             if following == nil { start() }

@@ -2,7 +2,9 @@ import WeftModel
 
 /// A part of a message: the message, and the part's index from 0.
 public struct MessagePartReference: Hashable, Sendable {
+    /// The message.
     public var message: OperationID
+    /// The part's place among the message's parts, from 0.
     public var index: Int
 
     public init(message: OperationID, index: Int) {

@@ -82,5 +82,35 @@ struct ContentUploadStatusTests {
         defer { aliceThirdTask.cancel() }
         #expect(Self.shown(fetched, on: aliceThird) == .complete)
         #expect(Self.shown(waiting, on: aliceThird) == .complete)
+        #expect(try Self.marks(in: directory.home("alice")).isEmpty, "no content awaits upload")
+    }
+
+    /// The `ROOT.upload` files in a home's `content/`.
+    static func marks(in home: URL) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: home.appendingPathComponent("content").path).filter { $0.hasSuffix(".upload") }
+    }
+
+    @Test("content added and never sent is marked while it awaits upload; a mark whose content is gone is removed when the node starts")
+    func marks() async throws {
+        let directory = try ContentTransferTests.Directory()
+        let meshKey = MeshKey.generate()
+        let identity = NodeIdentity.generate()
+        let alice = try Node("alice", meshKey: meshKey, home: directory.home("alice"), identity: identity)
+        let aliceTask = try await alice.start()
+        let descriptor = try await alice.content.importContent(bytes: ContentTransferTests.random(50_000), mimeType: "application/octet-stream")
+        try await Harness.eventually("the content is marked") { try Self.marks(in: directory.home("alice")) == ["\(descriptor.root.hex).upload"] }
+        aliceTask.cancel()
+        _ = await aliceTask.result
+
+        // A mark left for content removed meanwhile (and one for content that never was).
+        let contentDirectory = directory.home("alice").appendingPathComponent("content")
+        try FileManager.default.removeItem(at: contentDirectory.appendingPathComponent(descriptor.root.hex))
+        let stray = String(repeating: "ab", count: 32) + ".upload"
+        #expect(FileManager.default.createFile(atPath: contentDirectory.appendingPathComponent(stray).path, contents: nil))
+        let again = try Node("alice", meshKey: meshKey, home: directory.home("alice"), identity: identity)
+        let againTask = try await again.start()
+        defer { againTask.cancel() }
+        try await Harness.eventually("the marks are gone") { try Self.marks(in: directory.home("alice")).isEmpty }
+        #expect(again.content.status(of: descriptor.root) == .readyForDownload)
     }
 }

@@ -13,10 +13,11 @@ import WeftModel
 /// across restarts (SPEC.md §11.2): an empty file `ROOT.upload` in `content/` for each.
 ///
 /// The content service makes the file when content is added and removes it once each chunk
-/// was sent at least once. A node that starts again tells of the content it finds so as
-/// awaiting upload, and goes on counting its chunks sent; content held whole without the file
-/// is complete, sent whole or fetched here. Without the file a restart could not tell the
-/// one from the other.
+/// was sent at least once. A node that starts again reports the content it finds marked as
+/// awaiting upload, and counts its chunks sent from there; content held whole without the
+/// file is complete, sent whole or fetched here. Without the file a restart could not tell
+/// the one from the other. (Content added just before a crash may have no file yet: it then
+/// counts as complete.)
 ///
 /// `record` takes the board's changes in order, from any thread, and applies them in that
 /// order on NIO's thread pool; every other call blocks on the file system: call it from a

@@ -80,6 +80,7 @@ extension ControlFailure {
             case .notPermitted: .notPermitted
             case .storage: .storageFailed
             case .tooLarge: .tooLarge
+            case .contentUnavailable: .internalError
             }
         self.init(code, error.description)
     }

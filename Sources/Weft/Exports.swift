@@ -8,3 +8,4 @@
 @_exported import enum WeftNode.ContentTransferStatus
 @_exported import struct WeftNode.ContentProgress
 @_exported import struct WeftNode.ContentServiceError
+@_exported import struct WeftNode.MediaTypePattern

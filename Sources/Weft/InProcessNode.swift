@@ -38,7 +38,9 @@ public final class InProcessNode: Service, Sendable {
         guard configuration.identity.publicKey == store.localUser else {
             throw .notPermitted("the store belongs to user \(store.localUser), not to this node's identity \(configuration.identity.publicKey)")
         }
-        self.client = try WeftClient(store: store, identity: configuration.identity)
+        // The client follows and fetches content parts through the service (what it sends
+        // stays inline unless the caller calls `useRichContent`).
+        self.client = try WeftClient(store: store, identity: configuration.identity, contentTransfers: content)
         var configuration = configuration
         if content != nil { configuration.features.insert(.content) }
         self.node = MeshNode(configuration: configuration, store: store, logger: logger)

@@ -32,6 +32,9 @@ public final class LocalNode: Sendable {
         public var discoveryInterfaces: [String]?
         /// How long a message may wait for delivery before it fails.
         public var timeToLive: Duration = WeftClient.defaultTimeToLive
+        /// What content the node fetches by itself (by default every part of its user's
+        /// conversations, and of those it relays), and its bounds.
+        public var content = ContentConfiguration()
         public var logger = Logger(label: "weft.node")
 
         public init() {}
@@ -45,6 +48,7 @@ public final class LocalNode: Sendable {
     public let address: PeerAddress
     /// The node's rich content: add files to send (`importContent`), follow transfers
     /// (`status(of:)`, `progress(of:)`), fetch on demand (`download`), copy out (`contentFile`).
+    /// The client follows message parts through it (`contentProgress(ofPart:in:)`).
     public var content: ContentService { daemon.content }
     private let task: Task<Void, any Error>
 
@@ -63,14 +67,15 @@ public final class LocalNode: Sendable {
         let lock = try HomeLock(home: nodeHome)
         let identity = try nodeHome.openIdentity(passphrase: options.passphrase)
         let (ready, readyContinuation) = AsyncStream<String>.makeStream()
+        var configuration = NodeDaemon.Configuration(
+            home: nodeHome,
+            node: .init(
+                identity: identity, meshKey: try nodeHome.meshKey(), displayName: nodeHome.displayName(),
+                listenAddress: options.listen, peers: options.peers),
+            timeToLive: options.timeToLive, discoveryInterfaces: options.discoveryInterfaces)
+        configuration.content = options.content
         let daemon = try NodeDaemon(
-            configuration: .init(
-                home: nodeHome,
-                node: .init(
-                    identity: identity, meshKey: try nodeHome.meshKey(), displayName: nodeHome.displayName(),
-                    listenAddress: options.listen, peers: options.peers),
-                timeToLive: options.timeToLive, discoveryInterfaces: options.discoveryInterfaces),
-            lock: lock, logger: options.logger, onReady: { readyContinuation.yield($0) })
+            configuration: configuration, lock: lock, logger: options.logger, onReady: { readyContinuation.yield($0) })
         // Unstructured on purpose: the node outlives this call, as the caller asked. It is owned
         // by the returned LocalNode, and `stop()` cancels it and waits for it to end.
         let task = Task {

@@ -92,8 +92,10 @@ package final class NodeDaemon: Service, Sendable {
         } catch {
             throw NodeDaemonError("Cannot open the content directory in \(home.directory.path): \(error).")
         }
-        // Parts over 2 KB the local user sends become rich content this service keeps (§17).
-        client = try WeftClient(store: store, identity: identity, timeToLive: configuration.timeToLive, contentImporter: content)
+        // Parts over 2 KB the local user sends become rich content this service keeps (§17);
+        // the client follows and fetches content parts through it.
+        client = try WeftClient(
+            store: store, identity: identity, timeToLive: configuration.timeToLive, contentImporter: content, contentTransfers: content)
         nodeConfiguration.addressAnnounced = { [logger] user, address, dialed in
             do {
                 try remembered.announced(address, by: user, dialed: dialed)

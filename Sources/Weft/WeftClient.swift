@@ -26,11 +26,18 @@ public actor WeftClient {
     /// Where rich content goes (a node's content service); nil: every part stays inline, up to
     /// the operation limit.
     public private(set) var contentImporter: (any ContentImporter)?
+    /// Where the content parts of messages are fetched and followed (a node's content
+    /// service); nil: the client reports no rich content's progress.
+    public private(set) var contentTransfers: (any ContentTransfers)?
 
-    public init(localAuthor: LocalAuthor, timeToLive: Duration = WeftClient.defaultTimeToLive, contentImporter: (any ContentImporter)? = nil) {
+    public init(
+        localAuthor: LocalAuthor, timeToLive: Duration = WeftClient.defaultTimeToLive, contentImporter: (any ContentImporter)? = nil,
+        contentTransfers: (any ContentTransfers)? = nil
+    ) {
         self.localAuthor = localAuthor
         self.timeToLive = timeToLive
         self.contentImporter = contentImporter
+        self.contentTransfers = contentTransfers
     }
 
     /// Sends parts over `threshold` bytes as rich content through `importer`.
@@ -39,13 +46,21 @@ public actor WeftClient {
         richContentThreshold = max(0, threshold)
     }
 
+    /// Follows and fetches the content parts of messages through `transfers`.
+    public func followContent(_ transfers: any ContentTransfers) {
+        contentTransfers = transfers
+    }
+
     /// A client over `store` for `identity`, which must be the store's local user.
     /// - Parameter wallClock: milliseconds since 1970; tests inject their own.
     /// - Parameter contentImporter: where parts over 2048 bytes go as rich content; nil keeps
     ///   every part inline.
+    /// - Parameter contentTransfers: where the content parts of messages are fetched and
+    ///   followed (`contentProgress(ofPart:in:)`); nil: nowhere.
     public init(
         store: Store, identity: NodeIdentity, timeToLive: Duration = WeftClient.defaultTimeToLive,
-        wallClock: @escaping @Sendable () -> UInt64 = LocalAuthor.systemClock, contentImporter: (any ContentImporter)? = nil
+        wallClock: @escaping @Sendable () -> UInt64 = LocalAuthor.systemClock, contentImporter: (any ContentImporter)? = nil,
+        contentTransfers: (any ContentTransfers)? = nil
     ) throws(WeftError) {
         let localAuthor: LocalAuthor
         do {
@@ -53,7 +68,7 @@ public actor WeftClient {
         } catch {
             throw .storage("\(error)")
         }
-        self.init(localAuthor: localAuthor, timeToLive: timeToLive, contentImporter: contentImporter)
+        self.init(localAuthor: localAuthor, timeToLive: timeToLive, contentImporter: contentImporter, contentTransfers: contentTransfers)
     }
 
     // MARK: - Conversations

@@ -1,3 +1,5 @@
+import WeftModel
+
 /// Every error the client API throws: a struct over a private enum, so new cases do not break
 /// callers; `description` is one sentence a person can act on.
 public struct WeftError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -13,6 +15,7 @@ public struct WeftError: Error, Hashable, Sendable, CustomStringConvertible {
         case notPermitted(String)
         case storage(String)
         case tooLarge(String)
+        case contentUnavailable(String)
     }
 
     private let kind: Kind
@@ -38,6 +41,11 @@ public struct WeftError: Error, Hashable, Sendable, CustomStringConvertible {
     public static func tooLarge(_ what: String) -> Self { Self(.tooLarge(what)) }
     /// The store failed.
     public static func storage(_ why: String) -> Self { Self(.storage(why)) }
+    /// A part's rich content (SPEC.md §17) cannot be had here: this client follows no node's
+    /// content, or its transfer failed or stopped.
+    public static func contentUnavailable(_ why: String, root: ContentRoot? = nil) -> Self {
+        Self(.contentUnavailable(root.map { "content \($0.hex.prefix(16)): \(why)" } ?? why))
+    }
 
     public var description: String {
         switch kind {
@@ -52,6 +60,7 @@ public struct WeftError: Error, Hashable, Sendable, CustomStringConvertible {
         case .notPermitted(let why): "Not permitted: \(why)."
         case .storage(let why): "The store failed: \(why)."
         case .tooLarge(let what): "Too large: \(what)."
+        case .contentUnavailable(let why): "The content is not available: \(why)."
         }
     }
 }
@@ -61,7 +70,7 @@ extension WeftError {
     /// socket maps them to its error codes).
     public enum Code: Hashable, Sendable {
         case invalidMIMEType, noParts, unknownConversation, unknownMessage, notAParticipant, noParticipants
-        case invalidIdentifier, timedOut, notPermitted, storage, tooLarge
+        case invalidIdentifier, timedOut, notPermitted, storage, tooLarge, contentUnavailable
     }
 
     public var code: Code {
@@ -77,6 +86,7 @@ extension WeftError {
         case .notPermitted: .notPermitted
         case .storage: .storage
         case .tooLarge: .tooLarge
+        case .contentUnavailable: .contentUnavailable
         }
     }
 }

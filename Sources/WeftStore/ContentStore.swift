@@ -183,7 +183,8 @@ public final class ContentStore: Sendable {
             let paths = Paths(directory: directory.path, root: root)
             var removed = handle != nil
             forgetFrames(of: root)
-            for path in [paths.complete, paths.journal, paths.partial, paths.manifest, paths.frames] where try ContentFile.remove(path) {
+            for path in [paths.complete, paths.journal, paths.partial, paths.manifest, paths.frames, paths.complete + ".upload"]
+            where try ContentFile.remove(path) {
                 removed = true
             }
             if removed { try ContentFile.syncDirectory(paths.directory) }

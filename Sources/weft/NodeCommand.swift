@@ -54,6 +54,8 @@ struct NodeCommand: AsyncCommand {
     @Option(help: "Days to keep conversations this node only relays.")
     var retentionDays: Int = 30
 
+    @OptionGroup(title: "Rich content") var content: ContentOptions
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .info
 
@@ -86,16 +88,17 @@ struct NodeCommand: AsyncCommand {
             logger.warning("the identity key in \(nodeHome.identityFile.path) is stored unprotected")
             identity = try nodeHome.openIdentity(passphrase: nil)
         }
+        var configuration = NodeDaemon.Configuration(
+            home: nodeHome,
+            node: .init(
+                identity: identity, meshKey: try nodeHome.meshKey(), displayName: nodeHome.displayName(),
+                listenAddress: listen ?? PeerAddress(host: discoveryIsOn ? "0.0.0.0" : "127.0.0.1", port: 0), peers: peers,
+                policy: ChannelPolicy(pingInterval: .seconds(Int64(pingInterval)), idleTimeout: .seconds(Int64(idleTimeout)))),
+            timeToLive: .seconds(timeToLive), retentionDays: retentionDays,
+            discoveryInterfaces: discoveryIsOn ? discoveryInterfaces : nil)
+        configuration.content = content.configuration
         let daemon = try NodeDaemon(
-            configuration: .init(
-                home: nodeHome,
-                node: .init(
-                    identity: identity, meshKey: try nodeHome.meshKey(), displayName: nodeHome.displayName(),
-                    listenAddress: listen ?? PeerAddress(host: discoveryIsOn ? "0.0.0.0" : "127.0.0.1", port: 0), peers: peers,
-                    policy: ChannelPolicy(pingInterval: .seconds(Int64(pingInterval)), idleTimeout: .seconds(Int64(idleTimeout)))),
-                timeToLive: .seconds(timeToLive), retentionDays: retentionDays,
-                discoveryInterfaces: discoveryIsOn ? discoveryInterfaces : nil),
-            lock: lock, logger: logger,
+            configuration: configuration, lock: lock, logger: logger,
             onReady: { address in say("listening on \(address)") })
         logger.info("node \(identity.publicKey) (\(nodeHome.displayName())) starting; control socket \(nodeHome.controlSocket.path)")
 

@@ -9,8 +9,19 @@ import WeftTransfer
 ///
 /// Bounded: at most `maxEntries` contents; past it, one that is over (complete or failed) and
 /// watched by nobody is forgotten (its status is then read from the disk again).
+///
+/// What must outlive the process, content added here and not yet sent whole, it tells in
+/// order to `onUpload` (the service keeps it in `PendingUploads`).
 final class ContentBoard: Sendable {
     static let maxEntries = 4_096
+
+    /// A change of what content added here awaits upload.
+    enum UploadChange: Sendable, Hashable {
+        /// Content added here: no chunk of it sent yet.
+        case added(ContentRoot)
+        /// Every chunk of content added here was sent at least once.
+        case sentWhole(ContentRoot)
+    }
 
     struct Entry {
         var status: ContentTransferStatus
@@ -43,11 +54,19 @@ final class ContentBoard: Sendable {
         var entries: [ContentRoot: Entry] = [:]
         var clock: UInt64 = 0
         var nextWatcher: UInt64 = 0
+        /// The service stopped: watchers are finished, and new ones at once.
+        var isClosed = false
     }
 
     private let state = Mutex(State())
 
-    init() {}
+    /// Told of uploads added and sent whole, in the order they happen: under the lock, so it
+    /// must not block (nor call the board).
+    private let onUpload: @Sendable (UploadChange) -> Void
+
+    init(onUpload: @escaping @Sendable (UploadChange) -> Void = { _ in }) {
+        self.onUpload = onUpload
+    }
 
     // MARK: - Reading
 
@@ -64,6 +83,10 @@ final class ContentBoard: Sendable {
     func watch(_ root: ContentRoot, initial: ContentProgress?, isOver: Bool) -> AsyncStream<ContentProgress> {
         let (stream, continuation) = AsyncStream<ContentProgress>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let id = state.withLock { state -> UInt64? in
+            if state.isClosed {
+                if let progress = state.entries[root]?.progress ?? initial { continuation.yield(progress) }
+                return nil
+            }
             if let entry = state.entries[root] {
                 continuation.yield(entry.progress)
                 if entry.isFinished { return nil }
@@ -143,14 +166,33 @@ final class ContentBoard: Sendable {
         }
     }
 
+    /// The service stopped: every watcher is finished (where the content stood is what it
+    /// saw last), and so is any new one at once.
+    func close() {
+        let watchers = state.withLock { state -> [AsyncStream<ContentProgress>.Continuation] in
+            state.isClosed = true
+            var watchers: [AsyncStream<ContentProgress>.Continuation] = []
+            for (root, entry) in state.entries where !entry.watchers.isEmpty {
+                watchers += entry.watchers.values
+                state.entries[root]?.watchers = [:]
+            }
+            return watchers
+        }
+        for watcher in watchers { watcher.finish() }
+    }
+
     // MARK: - Uploads
 
     /// Content added here: awaiting upload until a peer fetches a chunk of it.
-    func added(_ descriptor: ContentDescriptor) {
+    /// - Parameter resumed: it was added before the node restarted, and found not sent whole
+    ///   (`PendingUploads` knows of it already). Its chunks sent before are not known: they
+    ///   count again as peers fetch them.
+    func added(_ descriptor: ContentDescriptor, resumed: Bool = false) {
         update(descriptor.root, totalBytes: descriptor.byteCount) { entry in
             guard entry.upload == nil else { return }
             entry.upload = (TransferChunkSet(chunkCount: descriptor.chunkCount), descriptor)
             entry.status = .awaitingUpload
+            if !resumed { onUpload(.added(descriptor.root)) }
         }
     }
 
@@ -158,15 +200,17 @@ final class ContentBoard: Sendable {
     func sent(_ root: ContentRoot, chunk: Int, wireBytes: Int) {
         let known = state.withLock { $0.entries[root]?.upload != nil }
         guard known else { return }
+        // Whether this chunk was the last one not sent yet: what is sent again after is no news.
         var done = false
         update(root, totalBytes: nil) { entry in
             guard var upload = entry.upload, chunk >= 0, chunk < upload.sent.chunkCount else { return }
             if upload.sent.insert(chunk) {
                 entry.progress.verifiedBytes += UInt64(upload.descriptor.byteCount(ofChunk: chunk) ?? 0)
+                done = upload.sent.isFull
+                if done { onUpload(.sentWhole(root)) }
             }
             entry.upload = upload
-            done = upload.sent.isFull
-            entry.status = done ? .complete : .uploading
+            entry.status = upload.sent.isFull ? .complete : .uploading
         }
         addWire(root, bytes: wireBytes)
         if done { update(root, totalBytes: nil, finish: true) { $0.progress.bytesPerSecond = 0 } }

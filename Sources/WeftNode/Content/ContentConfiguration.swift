@@ -2,11 +2,21 @@ import WeftTransfer
 
 /// What a node's content service fetches by itself, and its bounds (SPEC.md §17.7, §17.8).
 /// Local choices, not protocol.
+///
+/// A content part of a stored message is fetched automatically when it is at most
+/// `automaticDownloadLimit` bytes, or its MIME type matches one of `automaticDownloadTypes`,
+/// or the node takes every part of its conversation (`downloadsParticipantContent` for a
+/// conversation the local user takes part in, `keepsRelayedContent` for one it only relays).
+/// Any other part is fetched on demand (`ContentService.download`, `weft download`).
 public struct ContentConfiguration: Sendable {
     /// Content parts of stored messages at or below this size are fetched automatically
     /// (2048 bytes, as in the SDK). Weft makes every part over 2048 bytes rich content, so on
-    /// its own this fetches none of Weft's: the two settings below are what fetch them.
+    /// its own this fetches none of Weft's: the settings below are what fetch them.
     public var automaticDownloadLimit: UInt64 = 2048
+    /// Content parts of these MIME types are fetched automatically whatever their size, in
+    /// every conversation the node stores (none by default: the two settings below fetch
+    /// everything already).
+    public var automaticDownloadTypes: [MediaTypePattern] = []
     /// Fetch the content parts of every message in a conversation the local user takes part
     /// in, whatever their size (on by default: a recipient gets what it was sent).
     public var downloadsParticipantContent = true

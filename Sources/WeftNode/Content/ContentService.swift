@@ -35,7 +35,9 @@ public final class ContentService: Sendable {
     let store: Store
     let logger: Logger
 
-    let board = ContentBoard()
+    let board: ContentBoard
+    /// Content added here and not sent whole yet, kept across restarts as the board tells.
+    let pendingUploads: PendingUploads
     let coders = ChunkCoders()
     let events: DriverQueue<ContentEvent>
     /// Room for chunks being verified and written.
@@ -71,6 +73,9 @@ public final class ContentService: Sendable {
         self.contentStore = contentStore
         self.configuration = configuration
         self.logger = logger
+        let pendingUploads = PendingUploads(directory: contentStore.directory, logger: logger)
+        self.pendingUploads = pendingUploads
+        board = ContentBoard(onUpload: { pendingUploads.record($0) })
         events = DriverQueue(capacity: configuration.maxQueuedEvents)
         verifying = JobSlots(configuration.maxChunksVerifying)
         budget = ContentServeBudget(
@@ -124,6 +129,9 @@ public final class ContentService: Sendable {
     /// - Parameter changes: the store's commits, subscribed to before anything of the node
     ///   runs, so that no message stored is missed.
     func run(changes: ChangeStream) async {
+        // Before any server runs: a chunk served before the board knows its upload would
+        // never count, and the upload never be complete.
+        await resumeUploads()
         await withTaskCancellationHandler {
             await withDiscardingTaskGroup { group in
                 group.addTask {
@@ -152,13 +160,17 @@ public final class ContentService: Sendable {
                 } catch {
                     self.logger.error("cannot flush partial content on stopping: \(error)")
                 }
+                // What was sent whole last is on the disk before the node says it stopped.
+                self.pendingUploads.applyRecorded()
                 continuation.resume()
             }
         }
     }
 
-    /// Ends the driver, the servers and the jobs waiting to start (the node stopped).
+    /// Ends the driver, the servers, the jobs waiting to start and the progress watched (the
+    /// node stopped).
     private func stop() {
+        board.close()
         events.close()
         verifying.close()
         spawn.finish()
@@ -191,6 +203,28 @@ public final class ContentService: Sendable {
         }
     }
 
+    /// Tells the board of the content added before a restart and not sent whole yet (awaiting
+    /// upload again); forgets the marks of content no longer held whole.
+    private func resumeUploads() async {
+        let marked: [(root: ContentRoot, isHeld: Bool)]
+        do {
+            marked = try await blocking { try self.pendingUploads.roots().map { ($0, self.contentFile($0) != nil) } }
+        } catch {
+            if !(error is CancellationError) { logger.error("cannot list the content awaiting upload: \(error)") }
+            return
+        }
+        var resumed = 0
+        for (root, isHeld) in marked {
+            if isHeld, let descriptor = await descriptor(of: root) {
+                board.added(descriptor, resumed: true)
+                resumed += 1
+            } else {
+                pendingUploads.forget(root)
+            }
+        }
+        if resumed > 0 { logger.info("\(resumed) content(s) added here await upload") }
+    }
+
     // MARK: - Automatic downloads
 
     /// Wants the content parts of the messages the store commits, as the configuration says.
@@ -200,7 +234,7 @@ public final class ContentService: Sendable {
                 guard case .postMessage(let parts, _) = signed.operation.body else { continue }
                 for part in parts {
                     guard let descriptor = part.content else { continue }
-                    if await shouldFetch(descriptor, in: signed.operation.conversation) {
+                    if await shouldFetch(descriptor, mimeType: part.mimeType, in: signed.operation.conversation) {
                         await events.send(.want(descriptor, mimeType: part.mimeType))
                     }
                 }
@@ -208,8 +242,12 @@ public final class ContentService: Sendable {
         }
     }
 
-    private func shouldFetch(_ descriptor: ContentDescriptor, in conversation: ConversationID) async -> Bool {
+    /// Whether a content part of a message stored in `conversation` is fetched without being
+    /// asked for: small enough, of a MIME type fetched automatically, or in a conversation
+    /// whose every part the node takes (see `ContentConfiguration`).
+    func shouldFetch(_ descriptor: ContentDescriptor, mimeType: String, in conversation: ConversationID) async -> Bool {
         if descriptor.byteCount <= configuration.automaticDownloadLimit { return true }
+        if configuration.automaticDownloadTypes.contains(where: { $0.matches(mimeType) }) { return true }
         let participant = configuration.downloadsParticipantContent
         let relayed = configuration.keepsRelayedContent
         if participant == relayed { return participant }

@@ -35,7 +35,9 @@ public struct ContentProgress: Sendable, Hashable {
     /// Bytes of the content held verified (a download), or sent at least once (an upload).
     /// Never goes backwards, also across a restart after the node was killed: a download
     /// counts only chunks whose journal records are written, which the kernel keeps when the
-    /// process dies (a power loss may take back what no background sync covered yet).
+    /// process dies (a power loss may take back what no background sync covered yet). An
+    /// upload sent whole stays so across a restart; one that was not counts its chunks sent
+    /// again from 0 after it (which were sent is not kept, `PendingUploads`).
     public var verifiedBytes: UInt64
     /// The content's size.
     public var totalBytes: UInt64

@@ -45,8 +45,8 @@ extension LocalMeshTests {
             let message = try await a.sendFile(file.path, in: chat.id)
             try await b.wait(for: .message(message), timeout: .seconds(30))
 
-            // Kill b once it has verified a few chunks (the counter moves chunk by chunk; the
-            // record's verified bytes, what is durable, in journal batches).
+            // Kill b once it has verified a few chunks (the counter and the record's verified
+            // bytes both move chunk by chunk, as each chunk's journal record is written).
             let deadline = ContinuousClock.now + .seconds(60)
             var verifiedChunks: UInt64 = 0
             while ContinuousClock.now < deadline {
@@ -75,13 +75,13 @@ extension LocalMeshTests {
             let received = try Data(contentsOf: b.home.appendingPathComponent("content/\(root)"))
             #expect(received == Data(bytes), "byte for byte")
 
-            // After the restart a sent only what b had not made durable (and a few endgame
-            // copies): nothing verified and journaled before the kill travels again.
+            // After the restart a sent only what b had not journaled (and a few endgame copies):
+            // nothing verified and journaled before the kill travels again.
             let servedAfterRestart = try await Self.counter("chunksServed", of: a) - servedBeforeRestart
             let missing = chunkCount - durableBeforeKill / chunk
             #expect(servedAfterRestart <= missing + 8, "\(servedAfterRestart) chunks sent after the restart; \(missing) were missing")
             #expect(servedAfterRestart < chunkCount, "the restart did not start from zero")
-            print("content resume: killed at \(verifiedChunks) of \(chunkCount) chunks verified (\(durableBeforeKill >> 20) MiB durable); \(servedBeforeRestart) chunks sent before, \(servedAfterRestart) after (\(missing) missing)")
+            print("content resume: killed at \(verifiedChunks) of \(chunkCount) chunks verified (\(durableBeforeKill >> 20) MiB journaled); \(servedBeforeRestart) chunks sent before, \(servedAfterRestart) after (\(missing) missing)")
             return true
         }
     }

@@ -13,25 +13,21 @@ import Glibc
 public enum HeapTrim {
     private typealias Trim = @convention(c) (Int) -> Int32
 
-    private static let trim: Trim? = {
-        #if canImport(Glibc)
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
-        return unsafeBitCast(symbol, to: Trim.self)
-        #else
-        return nil
-        #endif
-    }()
+    private static let trim = cFunction("malloc_trim", as: Trim.self)
 
     private typealias Option = @convention(c) (Int32, Int32) -> Int32
 
-    private static let option: Option? = {
+    private static let option = cFunction("mallopt", as: Option.self)
+
+    /// The C library's function `name`, looked up at run time, as a `T`.
+    private static func cFunction<T>(_ name: String, as: T.Type) -> T? {
         #if canImport(Glibc)
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return nil }
-        return unsafeBitCast(symbol, to: Option.self)
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { return nil }
+        return unsafeBitCast(symbol, to: T.self)
         #else
         return nil
         #endif
-    }()
+    }
 
     /// Keeps the buffers a transfer frees for the next ones, instead of giving them back to
     /// the system and taking them again: chunk buffers (256 KiB and more) are otherwise mapped

@@ -108,15 +108,18 @@ extension ContentStore {
     }
 
     /// Names an import's file: `ROOT`, read-only, unless the content is held complete already
-    /// (the import is then dropped). A partial content of that root that is not open is
-    /// removed (the complete one replaces it); one that is open stays open, and its reads see
-    /// the complete file once it closes.
+    /// (the import is then dropped, and the held one marked changed now). A partial content of
+    /// that root that is not open is removed (the complete one replaces it); one that is open
+    /// stays open, and its reads see the complete file once it closes.
     fileprivate func adopt(_ path: String, as root: Root, layout: Layout, file: ContentFile) throws {
         try openPartials.handles.withLock { handles in
             let paths = Paths(directory: directory.path, root: root)
             if ContentFile.exists(paths.complete) {
                 try ContentFile.remove(path)
                 try ContentFile.syncDirectory(paths.directory)
+                // Held already, perhaps by no message any more: changed now, so retention
+                // leaves it for the message that sends it (`removeUnlessChanged`).
+                Self.touch(paths.complete)
                 return
             }
             guard try file.size() == Int(layout.totalSize) else {

@@ -55,6 +55,8 @@ public final class ContentService: Sendable {
     /// compressing (bounded: cleared when full; an unknown type is tried).
     let mimeTypes = Mutex<[ContentRoot: String]>([:])
     let counters = Mutex(ContentStatistics())
+    /// Whether a retention pass runs (`removeUnreferenced`): one at a time.
+    let isRemoving = Mutex(false)
     static let maxRemembered = 4_096
 
     /// - Parameters:
@@ -71,7 +73,14 @@ public final class ContentService: Sendable {
         self.contentStore = contentStore
         self.configuration = configuration
         self.logger = logger
-        events = DriverQueue(capacity: configuration.maxQueuedEvents)
+        // A removal left queued when the service stops still answers whoever waits for it.
+        events = DriverQueue(capacity: configuration.maxQueuedEvents) { event in
+            switch event {
+            case .remove(let removal): removal.answer(removed: [])
+            case .removed(let removal, _, let removed): removal.answer(removed: removed)
+            default: break
+            }
+        }
         verifying = JobSlots(configuration.maxChunksVerifying)
         budget = ContentServeBudget(
             maxChunks: configuration.maxQueuedChunksPerPeer, maxManifests: configuration.maxQueuedManifestsPerPeer)
@@ -119,8 +128,8 @@ public final class ContentService: Sendable {
     // MARK: - Running
 
     /// Runs the service until the replicator stops: the download driver, its timer, the
-    /// servers of connections, the automatic downloads of stored messages. Resumes partial
-    /// content first.
+    /// servers of connections, the automatic downloads of stored messages. First removes
+    /// content no held message refers to, then resumes partial content (`catchUp`).
     /// - Parameter changes: the store's commits, subscribed to before anything of the node
     ///   runs, so that no message stored is missed.
     func run(changes: ChangeStream) async {
@@ -139,7 +148,7 @@ public final class ContentService: Sendable {
                         await self.events.send(.tick)
                     }
                 }
-                group.addTask { await self.resumePartials() }
+                group.addTask { await self.catchUp() }
             }
         } onCancel: {
             stop()
@@ -171,7 +180,7 @@ public final class ContentService: Sendable {
     }
 
     /// Wants again every partial content the store holds (transfers a restart cut short).
-    private func resumePartials() async {
+    func resumePartials() async {
         do {
             let wanted = try await blocking { () -> [ContentDescriptor] in
                 try self.contentStore.removeStaleImports()
@@ -322,6 +331,10 @@ enum ContentEvent: Sendable {
     case chunkChecked(ContentLink, ContentRoot, chunk: Int, ChunkOutcome)
     case finished(ContentRoot, CompletionOutcome)
     case tick
+    /// Retention: stop fetching these contents, then remove them (`ContentDriver+Removal.swift`).
+    case remove(ContentRemoval)
+    /// The removal's job is done: the roots it was given (`targets`) and those it removed.
+    case removed(ContentRemoval, targets: [ContentRoot], removed: [ContentRoot])
 
     enum OpenOutcome: Sendable {
         case complete

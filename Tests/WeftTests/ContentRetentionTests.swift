@@ -195,4 +195,62 @@ struct ContentRetentionTests {
         #expect(again.content.status(of: unsent.root) == .readyForDownload)
         #expect(ContentTransferTests.held(sent.root, on: again) == sentBytes, "a message names it")
     }
+
+    // MARK: - Restarts
+
+    @Test("contents queued beyond the downloads under way when the node stops are fetched after it starts again")
+    func queuedSurviveRestart() async throws {
+        let directory = try Directory()
+        let meshKey = MeshKey.generate()
+        let relay = try await Self.contentlessRelay(meshKey: meshKey)
+        defer { relay.task.cancel() }
+        let alice = try Node("alice", meshKey: meshKey, peers: [relay.address], home: directory.home("alice"))
+        let aliceTask = try await alice.start()
+        defer { aliceTask.cancel() }
+
+        // Bob runs 2 downloads at once; the message names 5 contents.
+        var twoAtOnce = ContentConfiguration()
+        twoAtOnce.transfer.maxDownloads = 2
+        let bobIdentity = NodeIdentity.generate()
+        let bobHome = directory.home("bob")
+        let contents = (0..<5).map { _ in ContentTransferTests.random(70_000) }
+        var descriptors: [ContentDescriptor] = []
+        for bytes in contents {
+            descriptors.append(try await alice.content.importContent(bytes: bytes, mimeType: "application/octet-stream"))
+        }
+        let conversation = try await alice.client.createConversation(with: [bobIdentity.publicKey])
+        let sent = try await alice.client.send(
+            descriptors.map { MessagePart(mimeType: "application/octet-stream", content: $0) }, in: conversation.id)
+
+        // Bob hears of the message through the relay, which keeps no content: nothing arrives,
+        // two downloads open and wait for a source, three wait for room.
+        try FileManager.default.createDirectory(at: bobHome, withIntermediateDirectories: true)
+        let bob = try Node(
+            "bob", meshKey: meshKey, peers: [relay.address], home: bobHome, identity: bobIdentity,
+            store: try Store(directory: bobHome, localUser: bobIdentity.publicKey), configuration: twoAtOnce)
+        let bobTask = try await bob.start()
+        try await Harness.eventually("bob has the message") { try await bob.client.message(sent.id) != nil }
+        try await Harness.eventually("two downloads open, three wait for them") {
+            let waiting = descriptors.filter { bob.content.status(of: $0.root) == .paused(reason: "waiting for other downloads") }
+            let open = try descriptors.filter { try Self.holding($0.root, in: bobHome) == .partial }
+            return waiting.count == 3 && open.count == 2
+        }
+        bobTask.cancel()
+        _ = await bobTask.result
+        let queued = try descriptors.filter { try Self.holding($0.root, in: bobHome) == .absent }
+        #expect(queued.count == 3, "no file says to fetch those")
+
+        // Bob again, on the same home, connected to alice: every content arrives.
+        let bobAgain = try Node(
+            "bob", meshKey: meshKey, peers: [try #require(alice.address)], home: bobHome, identity: bobIdentity,
+            store: try Store(directory: bobHome, localUser: bobIdentity.publicKey), configuration: twoAtOnce)
+        let bobAgainTask = try await bobAgain.start()
+        defer { bobAgainTask.cancel() }
+        for (index, descriptor) in descriptors.enumerated() {
+            try await Harness.eventually("bob holds content \(index)") { bobAgain.content.status(of: descriptor.root) == .complete }
+            #expect(ContentTransferTests.held(descriptor.root, on: bobAgain) == contents[index])
+        }
+        let chunks = descriptors.map(\.chunkCount).reduce(0, +)
+        #expect(bobAgain.content.statistics.chunksVerified == chunks, "each chunk once: \(bobAgain.content.statistics)")
+    }
 }

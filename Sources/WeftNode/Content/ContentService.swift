@@ -129,7 +129,8 @@ public final class ContentService: Sendable {
 
     /// Runs the service until the replicator stops: the download driver, its timer, the
     /// servers of connections, the automatic downloads of stored messages. First removes
-    /// content no held message refers to, then resumes partial content (`catchUp`).
+    /// content no held message refers to, then resumes partial content and wants what stored
+    /// messages name and the node lacks (`catchUp`).
     /// - Parameter changes: the store's commits, subscribed to before anything of the node
     ///   runs, so that no message stored is missed.
     func run(changes: ChangeStream) async {
@@ -217,7 +218,7 @@ public final class ContentService: Sendable {
         }
     }
 
-    private func shouldFetch(_ descriptor: ContentDescriptor, in conversation: ConversationID) async -> Bool {
+    func shouldFetch(_ descriptor: ContentDescriptor, in conversation: ConversationID) async -> Bool {
         if descriptor.byteCount <= configuration.automaticDownloadLimit { return true }
         let participant = configuration.downloadsParticipantContent
         let relayed = configuration.keepsRelayedContent

@@ -29,11 +29,13 @@ extension ContentService {
                 let referenced = try await store.fetchReferencedContent(among: page)
                 let cutoff = Date.now.addingTimeInterval(-Self.seconds(grace))
                 // Content changed lately stays without stopping anything: chunks arriving, an
-                // import waiting for its message.
+                // import waiting for its message. So does one whose times cannot be read.
                 let stale = try await blocking {
-                    try page.filter { root in
-                        guard !referenced.contains(root) else { return false }
-                        return try self.contentStore.lastChange(of: ContentStore.Root(root.bytes)).map { $0 < cutoff } ?? false
+                    page.filter { root in
+                        guard !referenced.contains(root), let held = try? ContentStore.Root(root.bytes),
+                            let changed = try? self.contentStore.lastChange(of: held)
+                        else { return false }
+                        return changed < cutoff
                     }
                 }
                 guard !stale.isEmpty else { continue }

@@ -129,9 +129,9 @@ extension ContentStore {
     }
 
     /// Names an import's file: `ROOT`, read-only, unless the content is held complete already
-    /// (the import is then dropped). A partial content of that root that is not open is
-    /// removed (the complete one replaces it); one that is open stays open, and its reads see
-    /// the complete file once it closes.
+    /// (the import is then dropped, and the held one marked changed now). A partial content of
+    /// that root that is not open is removed (the complete one replaces it); one that is open
+    /// stays open, and its reads see the complete file once it closes.
     fileprivate func adopt(
         _ path: String, as root: Root, layout: Layout, file: ContentFile, frames: (path: String, frames: ContentFrames)?
     ) throws {
@@ -141,7 +141,14 @@ extension ContentStore {
                 try ContentFile.remove(path)
                 if let frames { try ContentFile.remove(frames.path) }
                 try ContentFile.syncDirectory(paths.directory)
+                // Held already, perhaps by no message any more: changed now, so retention
+                // leaves it for the message that sends it (`removeUnlessChanged`).
+                Self.touch(paths.complete)
                 return
+            }
+            guard try file.size() == Int(layout.totalSize) else {
+                throw ContentStoreError(
+                    .wrongChunkLength, "An import of \(try file.size()) bytes is not the \(layout.totalSize) of its layout.")
             }
             if let frames {
                 // A cache: named before the content (a crash between leaves frames a later
@@ -149,10 +156,6 @@ extension ContentStore {
                 try frames.frames.file.write(ContentFrames.header(root: root, chunkCount: frames.frames.chunkCount), at: 0)
                 forgetFrames(of: root)
                 try ContentFile.rename(frames.path, to: paths.frames)
-            }
-            guard try file.size() == Int(layout.totalSize) else {
-                throw ContentStoreError(
-                    .wrongChunkLength, "An import of \(try file.size()) bytes is not the \(layout.totalSize) of its layout.")
             }
             try file.sync()
             try file.makeReadOnly()

@@ -183,8 +183,7 @@ public final class ContentStore: Sendable {
             let paths = Paths(directory: directory.path, root: root)
             var removed = handle != nil
             forgetFrames(of: root)
-            for path in [paths.complete, paths.journal, paths.partial, paths.manifest, paths.frames, paths.complete + ".upload"]
-            where try ContentFile.remove(path) {
+            for path in paths.all where try ContentFile.remove(path) {
                 removed = true
             }
             if removed { try ContentFile.syncDirectory(paths.directory) }
@@ -227,6 +226,12 @@ extension ContentStore {
         let manifest: String
         /// `content/<root hex>.frames`: each chunk's frame as it travels (`ContentFrames`).
         let frames: String
+        /// `content/<root hex>.upload`: content added here not yet sent whole (kept by the
+        /// node's content service).
+        let upload: String
+
+        /// Every name of the content: what removing it deletes.
+        var all: [String] { [complete, journal, partial, manifest, frames, upload] }
 
         init(directory: String, root: Root) {
             self.directory = directory
@@ -235,6 +240,7 @@ extension ContentStore {
             journal = complete + ".journal"
             manifest = complete + ".manifest"
             frames = complete + ".frames"
+            upload = complete + ".upload"
         }
     }
 

@@ -113,7 +113,11 @@ struct Materializer {
             row.bind(9, status)
             row.bind(10, reason)
         }
-        guard db.changesCount == 0 else { return true }
+        guard db.changesCount == 0 else {
+            // New: the content its parts name is held while it is (retention, SPEC.md §11.2).
+            try ContentReferenceTable.add(signed, in: db)
+            return true
+        }
         try db.cachedStatement(sql: Self.redecideOperationSQL)
             .execute(arguments: [order, status, reason, Data(signed.id.bytes)])
         return false

@@ -220,7 +220,16 @@ enum Schema {
                 """)
         }
 
-        // Future migrations go here, after "v7: part bodies once".
+        // v8: which held messages refer to which content (`ContentReferenceTable`, SPEC.md
+        // §11.2): retention removes content no held message refers to, and a node starting
+        // wants what its messages name. The `part` table cannot say: relayed logs have no state
+        // rows (§14.9), and a scan of the log's wire bytes reads every message body.
+        migrator.registerMigration("v8: content references") { db in
+            try db.execute(sql: ContentReferenceTable.creationSQL)
+            try ContentReferenceTable.fill(db)
+        }
+
+        // Future migrations go here, after "v8: content references".
         return migrator
     }
 

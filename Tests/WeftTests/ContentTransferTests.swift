@@ -35,7 +35,7 @@ struct ContentTransferTests {
         init(
             _ name: String, meshKey: MeshKey, peers: [PeerAddress] = [], home: URL, identity: NodeIdentity = .generate(),
             store: Store? = nil, configuration: ContentConfiguration = ContentConfiguration(),
-            syncByteLimit: Int = ContentStore.defaultSyncByteLimit
+            syncByteLimit: Int = ContentStore.defaultSyncByteLimit, replication: ReplicationConfiguration = ReplicationConfiguration()
         ) throws {
             self.name = name
             var logger = Logger(label: "test.\(name)")
@@ -48,7 +48,9 @@ struct ContentTransferTests {
             let meshConfiguration = MeshNode.Configuration(
                 identity: identity, meshKey: meshKey, displayName: name, peers: peers, tickInterval: .milliseconds(50),
                 redialDelays: [.milliseconds(50), .milliseconds(200)])
-            node = try InProcessNode(configuration: meshConfiguration, store: store, content: content, logger: logger) { event in
+            node = try InProcessNode(
+                configuration: meshConfiguration, store: store, replication: replication, content: content, logger: logger
+            ) { event in
                 events.events.withLock { $0.append(event) }
             }
             self.events = events

@@ -181,6 +181,13 @@ final class ContentBoard: Sendable {
         for watcher in watchers { watcher.finish() }
     }
 
+    /// The content was removed (retention): what was said of it is forgotten (its status is
+    /// read from the disk again), and its watchers' streams end.
+    func removed(_ root: ContentRoot) {
+        let watchers = state.withLock { $0.entries.removeValue(forKey: root).map { Array($0.watchers.values) } ?? [] }
+        for watcher in watchers { watcher.finish() }
+    }
+
     // MARK: - Uploads
 
     /// Content added here: awaiting upload until a peer fetches a chunk of it.

@@ -47,6 +47,11 @@ public struct ContentConfiguration: Sendable {
     /// more are dropped with a log line.
     public var maxWaitingDownloads = 4_096
 
+    /// Content no held message refers to any more is removed (retention, SPEC.md §11.2) only
+    /// once none of its files changed for this long: content just added waits this long for the
+    /// message that sends it, and a download under way is not stopped while chunks arrive.
+    public var unreferencedGracePeriod: Duration = .seconds(3600)
+
     /// Chunks a peer identity may have asked for and not yet been sent (§17.8); more are dropped.
     public var maxQueuedChunksPerPeer = 128
     /// Manifests a peer identity may have asked for and not yet been sent; more are dropped.

@@ -74,6 +74,8 @@ final class ContentDriver {
     var asked: [PublicIdentity: [ContentRoot: Set<Int>]] = [:]
     /// Messages to queue on connections once the event's state changes are made.
     var outgoing: [(ContentLink, ByteBuffer)] = []
+    /// Contents being removed (retention), and what waits for their removal to end.
+    var removals = Removals()
     let clockOrigin = ContinuousClock.now
 
     init(service: ContentService) {
@@ -117,6 +119,10 @@ final class ContentDriver {
             finished(root, outcome)
         case .tick:
             tick()
+        case .remove(let removal):
+            remove(removal)
+        case .removed(let removal, let targets, let removed):
+            finishRemoval(removal, targets: targets, removed: removed)
         }
         await flush()
     }
@@ -135,9 +141,11 @@ final class ContentDriver {
 
     // MARK: - Wanting
 
-    private func want(_ descriptor: ContentDescriptor, mimeType: String?) {
+    func want(_ descriptor: ContentDescriptor, mimeType: String?) {
         let root = descriptor.root
         service.remember(mimeType: mimeType, of: root)
+        // Wanted again while its files are being removed: after the removal, from scratch.
+        guard !removals.holdBack(descriptor, mimeType: mimeType) else { return }
         guard downloads[root] == nil, !waitingRoots.contains(root), !service.board.isUpload(root) else { return }
         guard downloads.count < configuration.transfer.maxDownloads else {
             guard waiting.count < configuration.maxWaitingDownloads else {
@@ -160,7 +168,7 @@ final class ContentDriver {
     }
 
     /// Starts what waits, while the scheduler has room.
-    private func startWaiting() {
+    func startWaiting() {
         while downloads.count < configuration.transfer.maxDownloads, let next = waiting.popFirst() {
             waitingRoots.remove(next.descriptor.root)
             start(next.descriptor)
@@ -401,7 +409,7 @@ final class ContentDriver {
 
     // MARK: - The scheduler's actions
 
-    private func perform(_ actions: [TransferAction<ContentRoot, PublicIdentity>]) {
+    func perform(_ actions: [TransferAction<ContentRoot, PublicIdentity>]) {
         for action in actions {
             switch action {
             case .ask(let peer, let root):
@@ -467,7 +475,7 @@ final class ContentDriver {
     }
 
     /// Forgets what was asked of peers for a download that is over.
-    private func forgetAsked(_ root: ContentRoot) {
+    func forgetAsked(_ root: ContentRoot) {
         for peer in Array(asked.keys) { asked[peer]?[root] = nil }
     }
 

@@ -57,6 +57,8 @@ public final class ContentService: Sendable {
     /// compressing (bounded: cleared when full; an unknown type is tried).
     let mimeTypes = Mutex<[ContentRoot: String]>([:])
     let counters = Mutex(ContentStatistics())
+    /// Whether a retention pass runs (`removeUnreferenced`): one at a time.
+    let isRemoving = Mutex(false)
     static let maxRemembered = 4_096
 
     /// - Parameters:
@@ -76,7 +78,14 @@ public final class ContentService: Sendable {
         let pendingUploads = PendingUploads(directory: contentStore.directory, logger: logger)
         self.pendingUploads = pendingUploads
         board = ContentBoard(onUpload: { pendingUploads.record($0) })
-        events = DriverQueue(capacity: configuration.maxQueuedEvents)
+        // A removal left queued when the service stops still answers whoever waits for it.
+        events = DriverQueue(capacity: configuration.maxQueuedEvents) { event in
+            switch event {
+            case .remove(let removal): removal.answer(removed: [])
+            case .removed(let removal, _, let removed): removal.answer(removed: removed)
+            default: break
+            }
+        }
         verifying = JobSlots(configuration.maxChunksVerifying)
         budget = ContentServeBudget(
             maxChunks: configuration.maxQueuedChunksPerPeer, maxManifests: configuration.maxQueuedManifestsPerPeer)
@@ -124,8 +133,9 @@ public final class ContentService: Sendable {
     // MARK: - Running
 
     /// Runs the service until the replicator stops: the download driver, its timer, the
-    /// servers of connections, the automatic downloads of stored messages. Resumes partial
-    /// content first.
+    /// servers of connections, the automatic downloads of stored messages. First removes
+    /// content no held message refers to, then resumes partial content and wants what stored
+    /// messages name and the node lacks (`catchUp`).
     /// - Parameter changes: the store's commits, subscribed to before anything of the node
     ///   runs, so that no message stored is missed.
     func run(changes: ChangeStream) async {
@@ -147,7 +157,7 @@ public final class ContentService: Sendable {
                         await self.events.send(.tick)
                     }
                 }
-                group.addTask { await self.resumePartials() }
+                group.addTask { await self.catchUp() }
             }
         } onCancel: {
             stop()
@@ -183,7 +193,7 @@ public final class ContentService: Sendable {
     }
 
     /// Wants again every partial content the store holds (transfers a restart cut short).
-    private func resumePartials() async {
+    func resumePartials() async {
         do {
             let wanted = try await blocking { () -> [ContentDescriptor] in
                 try self.contentStore.removeStaleImports()
@@ -364,6 +374,10 @@ enum ContentEvent: Sendable {
     case chunkChecked(ContentLink, ContentRoot, chunk: Int, ChunkOutcome)
     case finished(ContentRoot, CompletionOutcome)
     case tick
+    /// Retention: stop fetching these contents, then remove them (`ContentDriver+Removal.swift`).
+    case remove(ContentRemoval)
+    /// The removal's job is done: the roots it was given (`targets`) and those it removed.
+    case removed(ContentRemoval, targets: [ContentRoot], removed: [ContentRoot])
 
     enum OpenOutcome: Sendable {
         case complete

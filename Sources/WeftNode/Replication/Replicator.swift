@@ -320,5 +320,8 @@ public final class Replicator: Service, Sendable {
         } catch {
             logger.error("cannot prune relayed conversations: \(error)")
         }
+        // Content follows its messages (SPEC.md §11.2): what pruning left unreferenced goes,
+        // and what a pass before kept because it had just changed.
+        await content?.removeUnreferenced()
     }
 }

@@ -5,7 +5,7 @@ compressed bytes are the encoder's choice, so tests check them by decoding only.
 import hashlib, json, os, struct, subprocess, tempfile
 
 CHUNK_LOG_MIN, CHUNK_LOG_MAX, MAX_CHUNKS = 14, 19, 16384
-LARGE_CHUNK_LOG = 18
+LARGE_CHUNK_LOG = 19
 MAX_BYTES = MAX_CHUNKS << CHUNK_LOG_MAX
 
 
@@ -19,8 +19,9 @@ def chunk_count(size, log): return -(-size // (1 << log))
 
 
 def chunk_log(size):
-    """§17.2, written from its prose: the smallest log in 14...18 whose chunk count is at most 16
-    (18 if none), then one more while the count passes 16,384."""
+    """§17.2, written from its prose: the smallest log in 14...19 whose chunk count is at most 16
+    (19 if none); 19 never gives more than 16,384 chunks of content Weft holds (the second loop
+    is kept from the rule's first form, and never runs)."""
     if size < 1 or size > MAX_BYTES:
         return None
     log = CHUNK_LOG_MIN
@@ -83,8 +84,9 @@ chunking = []
 for size, note in [(0, "empty content is not rich content"), (1, "1 byte"), (2049, "2 KB + 1"),
                    (1 << 18, "256 KiB: 16 chunks of 16 KiB"), ((1 << 18) + 1, "256 KiB + 1: 2^15"),
                    (SIZE, "the content below"), (1 << 21, "2 MiB: 16 chunks of 128 KiB"),
-                   ((1 << 21) + 1, "2 MiB + 1: 256 KiB chunks"), (1 << 22, "4 MiB"), (10**9, "1 GB"),
-                   (1 << 32, "4 GiB: 16,384 chunks of 256 KiB"), ((1 << 32) + 1, "4 GiB + 1: 512 KiB chunks"),
+                   ((1 << 21) + 1, "2 MiB + 1: 256 KiB chunks"), (1 << 22, "4 MiB: 16 chunks of 256 KiB"),
+                   ((1 << 22) + 1, "4 MiB + 1: 512 KiB chunks"), (10**9, "1 GB"),
+                   (1 << 32, "4 GiB: 8,192 chunks of 512 KiB"), ((1 << 32) + 1, "4 GiB + 1"),
                    (MAX_BYTES, "8 GiB, the largest"), (MAX_BYTES + 1, "8 GiB + 1: too large")]:
     log_ = chunk_log(size)
     chunking.append({"description": note, "byteCount": str(size), "chunkLog": log_,

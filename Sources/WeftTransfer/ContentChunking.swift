@@ -2,17 +2,19 @@ import WeftModel
 
 /// The chunking rule (SPEC.md §17.2): the chunk size a sender gives content of a given size.
 ///
-/// Small content gets few chunks (at most 16, of at least 16 KiB); content over 2 MiB gets
-/// 256 KiB chunks, and content over 4 GiB, which would have more than
-/// `ContentDescriptor.maxChunkCount` of those, 512 KiB chunks.
+/// Small content gets few chunks (at most 16, of at least 16 KiB); content over 4 MiB gets
+/// 512 KiB chunks, the largest a chunk message holds in one frame: the per-chunk costs (a
+/// request, a message, a verification job, a journal record) are paid half as often as with
+/// 256 KiB chunks, which measured 20–50 % more throughput on loopback.
 public enum ContentChunking {
-    /// Content up to 16 × 256 KiB (4 MiB) is cut into at most this many chunks.
+    /// Content up to 16 × 512 KiB (8 MiB) is cut into at most this many chunks.
     public static let smallContentChunkCount = 16
-    /// The chunk size of large content: 2^18 (256 KiB).
-    public static let largeChunkLog: UInt8 = 18
+    /// The chunk size of large content: 2^19 (512 KiB).
+    public static let largeChunkLog: UInt8 = 19
 
-    /// chunkLog = min(18, max(14, ⌈log2 byteCount⌉ − 4)), then one more while the content
-    /// would have more than `ContentDescriptor.maxChunkCount` chunks.
+    /// chunkLog = min(19, max(14, ⌈log2 byteCount⌉ − 4)) (then one more while the content
+    /// would have more than `ContentDescriptor.maxChunkCount` chunks, which content of at most
+    /// `ContentDescriptor.maxByteCount` never has).
     ///
     /// Throws `.unsupportedSize` for 0 bytes and for more than `ContentDescriptor.maxByteCount`.
     public static func chunkLog(forByteCount byteCount: UInt64) throws(ContentError) -> UInt8 {

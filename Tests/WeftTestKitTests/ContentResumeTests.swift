@@ -37,7 +37,7 @@ extension LocalMeshTests {
                     words[index] = state
                 }
             }
-            let chunk: UInt64 = 1 << 18
+            let chunk: UInt64 = 1 << 19  // the chunking rule's for content over 4 MiB (SPEC.md §17.2)
             let chunkCount = (UInt64(bytes.count) + chunk - 1) / chunk
             let file = a.home.deletingLastPathComponent().appendingPathComponent("large.bin")
             try Data(bytes).write(to: file)

@@ -147,15 +147,17 @@ struct ContentTransferTests {
         try await Harness.eventually("connected") { alice.node.node.connectedPeers == [bob.node.node.identity] }
 
         // 2 KiB + 1 (one chunk), exactly one chunk (16 KiB), many chunks of 16 KiB not a multiple
-        // of it, many chunks of 256 KiB; random and text, with compressed and raw MIME types.
+        // of it, many chunks of 256 KiB and of 512 KiB; random and text, with compressed and raw
+        // MIME types.
         let contents: [(bytes: [UInt8], mimeType: String)] = [
             (Self.random(2049), "application/octet-stream"),
             (Self.text(16_384), "text/plain"),
             (Self.text(200_000 + 77), "text/plain; charset=utf-8"),
             (Self.random(3 << 20 | 12_345), "image/jpeg"),
             (Self.text((2 << 20) + 1), "text/csv"),
+            (Self.random((5 << 20) + 3), "application/octet-stream"),
         ]
-        var parts: [MessagePart] = [.text("five contents")]
+        var parts: [MessagePart] = [.text("six contents")]
         var logs: [ContentRoot: ProgressLog] = [:]
         for (bytes, mimeType) in contents {
             let descriptor = try await alice.content.importContent(bytes: bytes, mimeType: mimeType)
@@ -169,6 +171,7 @@ struct ContentTransferTests {
         #expect(parts[3].content?.chunkCount == 13 && parts[3].content?.chunkLog == 14)
         #expect(parts[4].content?.chunkCount == 13 && parts[4].content?.chunkLog == 18)
         #expect(parts[5].content?.chunkCount == 9 && parts[5].content?.chunkLog == 18)
+        #expect(parts[6].content?.chunkCount == 11 && parts[6].content?.chunkLog == 19)
 
         let conversation = try await alice.client.createConversation(with: [bob.user])
         let sent = try await alice.client.send(parts, in: conversation.id)
@@ -192,7 +195,7 @@ struct ContentTransferTests {
         }
         let statistics = bob.content.statistics
         #expect(statistics.corruptChunks == 0)
-        #expect(statistics.chunksVerified == 1 + 1 + 13 + 13 + 9, "each chunk once: \(statistics)")
+        #expect(statistics.chunksVerified == 1 + 1 + 13 + 13 + 9 + 11, "each chunk once: \(statistics)")
         // Text went compressed, the JPEG raw: fewer bytes on the wire than the text holds.
         let textRoot = try #require(parts[5].content?.root)
         let wire = try #require(bob.content.board.progress(of: textRoot)?.wireBytes)
@@ -320,7 +323,7 @@ struct ContentTransferTests {
         let aliceTask = try await alice.start()
         let bytes = Self.random(8 << 20)
         let descriptor = try await alice.content.importContent(bytes: bytes, mimeType: "application/octet-stream")
-        #expect(descriptor.chunkCount == 32)
+        #expect(descriptor.chunkCount == 16, "8 MiB in chunks of 512 KiB")
 
         // Bob asks for one chunk at a time, and syncs each as it comes.
         var slow = ContentConfiguration()

@@ -124,13 +124,13 @@ struct ContentRoundTripTests {
         #expect(throws: ContentError.self) { try ContentManifestBuilder.manifest(of: []) }
     }
 
-    @Test("the chunking rule: few chunks for small content, 256 KiB chunks past 2 MiB, 512 KiB past 4 GiB")
+    @Test("the chunking rule: few chunks for small content, 256 KiB chunks past 2 MiB, 512 KiB past 4 MiB")
     func chunkingRule() throws {
         // Every size where the rule changes, and either side of it.
         let expectations: [(UInt64, UInt8)] = [
             (1, 14), (1 << 18, 14), ((1 << 18) + 1, 15), (1 << 19, 15), ((1 << 19) + 1, 16), (1 << 20, 16),
-            ((1 << 20) + 1, 17), (1 << 21, 17), ((1 << 21) + 1, 18), (1 << 22, 18), (1 << 32, 18),
-            ((1 << 32) + 1, 19), (1 << 33, 19),
+            ((1 << 20) + 1, 17), (1 << 21, 17), ((1 << 21) + 1, 18), (1 << 22, 18), ((1 << 22) + 1, 19),
+            (1 << 23, 19), (1 << 32, 19), ((1 << 32) + 1, 19), (1 << 33, 19),
         ]
         for (size, chunkLog) in expectations {
             #expect(try ContentChunking.chunkLog(forByteCount: size) == chunkLog, "\(size) bytes")

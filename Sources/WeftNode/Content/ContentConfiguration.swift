@@ -26,7 +26,7 @@ public struct ContentConfiguration: Sendable {
     public var keepsRelayedContent = true
 
     /// The transfer scheduler's bounds and timings: wider windows than the scheduler's own
-    /// defaults, so that one fast peer keeps up to 4 MiB of 256 KiB chunks in flight (on loopback,
+    /// defaults, so that one fast peer keeps up to 8 MiB of 512 KiB chunks in flight (on loopback,
     /// the chunks' round trips through both nodes, not the link, set the rate).
     public var transfer: TransferConfiguration = {
         var transfer = TransferConfiguration()

@@ -82,35 +82,15 @@ extension ContentStore {
     // MARK: - Adding content
 
     /// Starts adding content this node has (a file a user sends): its bytes are written, in
-    /// order, to `import-RANDOM.tmp` in the content directory (and, given its chunk count, its
-    /// chunks' frames to `import-RANDOM.frames.tmp`), and named by their root once all are in
-    /// (`ContentImport.finish`), so the content is read once and never held in memory whole.
-    public func beginImport(chunkCount: Int? = nil) throws -> ContentImport {
+    /// order, to `import-RANDOM.tmp` in the content directory, and named by their root once
+    /// all are in (`ContentImport.finish`), so the content is read once and never held in
+    /// memory whole.
+    public func beginImport() throws -> ContentImport {
         var random = SystemRandomNumberGenerator()
-        let name = "import-" + String(random.next(), radix: 16)
-        let path = directory.path + "/" + name + ".tmp"
-        let file = try ContentFile.create(path)
-        var frames: (path: String, frames: ContentFrames)?
-        if let chunkCount {
-            let framesPath = directory.path + "/" + name + ".frames.tmp"
-            do {
-                guard let created = try ContentFrames.open(framesPath, root: Self.unnamedRoot, chunkCount: chunkCount, create: true)
-                else { throw ContentStoreError(.fileSystem, "Cannot create \(framesPath).") }
-                frames = (framesPath, created)
-            } catch {
-                _ = try? ContentFile.remove(path)
-                _ = try? ContentFile.remove(framesPath)
-                throw error
-            }
-        }
-        return ContentImport(store: self, path: path, file: file, frames: frames)
+        let name = "import-" + String(random.next(), radix: 16) + ".tmp"
+        let path = directory.path + "/" + name
+        return ContentImport(store: self, path: path, file: try ContentFile.create(path))
     }
-
-    /// The root an import's frames name until the content has its own.
-    static let unnamedRoot: Root = {
-        guard let root = try? Root([UInt8](repeating: 0, count: 32)) else { fatalError("32 bytes make a root") }
-        return root
-    }()
 
     /// Deletes what imports a crash interrupted (`import-*.tmp`): a node calls it when it
     /// starts, before it imports anything.
@@ -132,14 +112,11 @@ extension ContentStore {
     /// (the import is then dropped, and the held one marked changed now). A partial content of
     /// that root that is not open is removed (the complete one replaces it); one that is open
     /// stays open, and its reads see the complete file once it closes.
-    fileprivate func adopt(
-        _ path: String, as root: Root, layout: Layout, file: ContentFile, frames: (path: String, frames: ContentFrames)?
-    ) throws {
+    fileprivate func adopt(_ path: String, as root: Root, layout: Layout, file: ContentFile) throws {
         try openPartials.handles.withLock { handles in
             let paths = Paths(directory: directory.path, root: root)
             if ContentFile.exists(paths.complete) {
                 try ContentFile.remove(path)
-                if let frames { try ContentFile.remove(frames.path) }
                 try ContentFile.syncDirectory(paths.directory)
                 // Held already, perhaps by no message any more: changed now, so retention
                 // leaves it for the message that sends it (`removeUnlessChanged`).
@@ -149,13 +126,6 @@ extension ContentStore {
             guard try file.size() == Int(layout.totalSize) else {
                 throw ContentStoreError(
                     .wrongChunkLength, "An import of \(try file.size()) bytes is not the \(layout.totalSize) of its layout.")
-            }
-            if let frames {
-                // A cache: named before the content (a crash between leaves frames a later
-                // import or download of the root replaces), never synced.
-                try frames.frames.file.write(ContentFrames.header(root: root, chunkCount: frames.frames.chunkCount), at: 0)
-                forgetFrames(of: root)
-                try ContentFile.rename(frames.path, to: paths.frames)
             }
             try file.sync()
             try file.makeReadOnly()
@@ -178,7 +148,6 @@ public final class ContentImport {
     private let store: ContentStore
     private let path: String
     private let file: ContentFile
-    private let frames: (path: String, frames: ContentFrames)?
     private var length = 0
     private var isDone = false
     /// Bytes appended since the last background sync began, and whether one runs: syncing as
@@ -186,24 +155,14 @@ public final class ContentImport {
     private var bytesSinceSync = 0
     private let syncing = SyncFlag()
 
-    fileprivate init(store: ContentStore, path: String, file: ContentFile, frames: (path: String, frames: ContentFrames)?) {
+    fileprivate init(store: ContentStore, path: String, file: ContentFile) {
         self.store = store
         self.path = path
         self.file = file
-        self.frames = frames
     }
 
     deinit {
-        if !isDone {
-            _ = try? ContentFile.remove(path)
-            if let frames { _ = try? ContentFile.remove(frames.path) }
-        }
-    }
-
-    /// Keeps chunk `index`'s frame (see `ContentFrames.keep`), if the import was begun with a
-    /// chunk count.
-    public func keep(frame: UnsafeRawBufferPointer, of index: Int) throws {
-        try frames?.frames.keep(frame, of: index)
+        if !isDone { _ = try? ContentFile.remove(path) }
     }
 
     /// Bytes appended so far.
@@ -239,7 +198,7 @@ public final class ContentImport {
     /// the directory synced; if the store held it complete already, the import is dropped.
     /// Throws `.wrongChunkLength` unless the bytes appended are `layout.totalSize`.
     public func finish(as root: ContentStore.Root, layout: ContentStore.Layout) throws {
-        try store.adopt(path, as: root, layout: layout, file: file, frames: frames)
+        try store.adopt(path, as: root, layout: layout, file: file)
         isDone = true
     }
 }

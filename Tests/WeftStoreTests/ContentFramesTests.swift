@@ -63,40 +63,4 @@ struct ContentFramesTests {
         #expect(try other.kept(1) == nil)
         #expect(fileSize(path) == ContentFrames.headerByteCount + 9 * ContentFrames.entryByteCount)
     }
-
-    @Test("an import keeps its frames under the content's root once it is named; removing the content removes them; a dropped import leaves none")
-    func importKeepsFrames() throws {
-        let home = try TemporaryDirectory()
-        let store = try ContentStore(directory: home.url)
-        let content = try SampleContent(size: 4 * 1024 - 10)
-        let frame = Self.compressedFrame(4, count: 90)
-        do {
-            let importing = try store.beginImport(chunkCount: 4)
-            try content.bytes.withUnsafeBytes { try importing.append($0) }
-            try frame.withUnsafeBytes { try importing.keep(frame: $0, of: 3) }
-            try [UInt8(0)].withUnsafeBytes { try importing.keep(frame: $0, of: 0) }
-            try importing.finish(as: content.root, layout: content.layout)
-        }
-        let names = try FileManager.default.contentsOfDirectory(atPath: store.directory.path).sorted()
-        #expect(names == [content.root.hex, content.root.hex + ".frames"])
-        let frames = try #require(try store.frames(of: content.root, chunkCount: 4, create: false))
-        #expect(try frames.kept(3) == .frame(frame))
-        #expect(try frames.kept(0) == .raw)
-        #expect(try frames.kept(1) == nil)
-
-        #expect(try store.remove(content.root))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: store.directory.path).isEmpty)
-
-        do {
-            let dropped = try store.beginImport(chunkCount: 4)
-            try frame.withUnsafeBytes { try dropped.keep(frame: $0, of: 1) }
-        }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: store.directory.path).isEmpty, "a dropped import leaves nothing")
-
-        // One a crash left is removed when the node starts.
-        let left = store.directory.path + "/import-1234.frames.tmp"
-        _ = FileManager.default.createFile(atPath: left, contents: Data([1, 2, 3]))
-        try store.removeStaleImports()
-        #expect(try FileManager.default.contentsOfDirectory(atPath: store.directory.path).isEmpty)
-    }
 }

@@ -5,9 +5,8 @@ import WeftStore
 import WeftTransfer
 
 // Adding content this node's user sends (SPEC.md §11.2, §17.2–§17.4): read a few chunks at a
-// time, each hashed into the manifest and encoded as the frame it travels as (compressed once,
-// here, and never again) on every core at once, then written into the content store with its
-// frame while the next chunks are read; so a file is read once and never held in memory whole.
+// time, each hashed into the manifest on every core at once, then written into the content
+// store while the next chunks are read; so a file is read once and never held in memory whole.
 
 extension ContentService {
     /// Adds the file's bytes as content of `mimeType` and returns its descriptor (for a
@@ -75,8 +74,8 @@ extension ContentService {
                 } catch {
                     throw ContentServiceError(.unsupportedSize, "\(error.detail.prefix(1).uppercased())\(error.detail.dropFirst()).")
                 }
-                let importing = try self.contentStore.beginImport(chunkCount: builder.chunkCount)
-                try ImportPipeline(coders: self.coders, mimeType: mimeType).run(&builder, read: read, into: importing)
+                let importing = try self.contentStore.beginImport()
+                try ImportPipeline().run(&builder, read: read, into: importing)
                 let manifest = try builder.finish()
                 let root = try ContentStore.Root(manifest.root.bytes)
                 // The manifest first: content is served only with it (a manifest alone is harmless).

@@ -135,10 +135,11 @@ extension ContentService {
         board.sent(root, chunk: Int(index), wireBytes: frame.readableBytes)
     }
 
-    /// The frame of a verified chunk, as kept when the chunk was added or arrived (§11.2
-    /// `ROOT.frames`); made from the chunk's bytes, and kept, only if none is (content held
-    /// from before frames were kept, or a frame a crash tore). Nil if the chunk is not held.
-    /// Blocks.
+    /// The frame of a verified chunk, as kept when it was first served or when it arrived
+    /// (§11.2 `ROOT.frames`); made from the chunk's bytes, and kept, only if none is: the
+    /// first time the node that added the content serves the chunk (so compression runs on
+    /// the cores the transfer leaves, in parallel with it, once), or after a crash tore the
+    /// frame. Nil if the chunk is not held. Blocks.
     func frame(ofChunk index: Int, of descriptor: ContentDescriptor, mimeType: String) throws -> ByteBuffer? {
         let root = try ContentStore.Root(descriptor.root.bytes)
         let layout = try Self.layout(of: descriptor)

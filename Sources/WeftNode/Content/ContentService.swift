@@ -350,8 +350,9 @@ public struct ContentStatistics: Sendable, Hashable {
     /// Manifests sent to peers.
     public var manifestsServed = 0
     /// Chunks encoded (compressed, or found not worth it) to serve them, because no frame was
-    /// kept: a node that added the content, or received it, keeps every chunk's frame and
-    /// encodes none (only content held from before frames were kept, or a frame a crash tore).
+    /// kept: a node that added the content encodes each chunk the first time it serves it and
+    /// keeps that frame; a node that received the content kept every frame as it arrived and
+    /// encodes none (but for a frame a crash tore).
     public var framesEncoded = 0
     /// Requests of peers dropped past their bounds.
     public var requestsDropped = 0

@@ -3,34 +3,33 @@ import NIOCore
 import WeftStore
 import WeftTransfer
 
-/// Hashes and encodes the chunks of content being added on every core, and writes them in
-/// order (SPEC.md §17.2–§17.5). A round takes the next `roundChunkCount` chunks: each worker
-/// reads one chunk, hashes it and encodes its frame, while one more job writes the previous
-/// round's chunks and frames to the import. So reading, hashing, compressing and writing all
-/// overlap, and memory holds two rounds.
+/// Hashes the chunks of content being added on every core, and writes them in order (SPEC.md
+/// §17.2–§17.3). A round takes the next `roundChunkCount` chunks: each worker reads one chunk
+/// and hashes it, while one more job writes the previous round's chunks to the import. So
+/// reading, hashing and writing overlap, and memory holds two rounds.
+///
+/// Chunks are not compressed here: the node compresses each chunk the first time it serves
+/// it, on the cores the transfer leaves, and keeps that frame for every later send
+/// (`ContentService.frame(ofChunk:of:mimeType:)`).
 struct ImportPipeline {
-    let coders: ChunkCoders
-    let mimeType: String
-    /// Chunks hashed and encoded at once: two per core, so a slow chunk does not idle a core.
+    /// Chunks hashed at once: two per core, so a slow chunk does not idle a core.
     var roundChunkCount = max(2, System.coreCount * 2)
 
-    /// One chunk of a round: its bytes (a buffer of the chunk size, `count` of them used), its
-    /// leaf hash and frame once done, or why it failed.
+    /// One chunk of a round: its bytes (a buffer of the chunk size, `count` of them used), and
+    /// its leaf hash once done, or why it failed.
     private final class Slot: @unchecked Sendable {
         // @unchecked: a slot is touched by one worker during a round, and by the writer
         // after the round that filled it ends (`concurrentPerform` returns), never at once.
         var bytes: [UInt8]
-        var index = 0
         var count = 0
         var hash: ChunkHash?
-        var frame: ByteBuffer?
         var failure: (any Error)?
 
         init(capacity: Int) { bytes = [UInt8](repeating: 0, count: capacity) }
     }
 
     /// Reads every chunk `builder` expects with `read(buffer, offset)`, appending each one's
-    /// hash to `builder` and its bytes and frame to `importing`, in order.
+    /// hash to `builder` and its bytes to `importing`, in order.
     func run(
         _ builder: inout ContentManifestBuilder, read: (UnsafeMutableRawBufferPointer, Int) throws -> Void,
         into importing: ContentImport
@@ -54,7 +53,7 @@ struct ImportPipeline {
                         round.write()
                     } else {
                         let offset = (first + job) * chunkByteCount
-                        fill(slots[job], index: first + job, at: offset, count: min(chunkByteCount, total - offset), round.read)
+                        Self.fill(slots[job], at: offset, count: min(chunkByteCount, total - offset), round.read)
                     }
                 }
                 return round.writeFailure
@@ -71,12 +70,8 @@ struct ImportPipeline {
         }
     }
 
-    /// Reads chunk `index` (`count` bytes from `offset`) into `slot`, hashes it and encodes
-    /// its frame.
-    private func fill(
-        _ slot: Slot, index: Int, at offset: Int, count: Int, _ read: (UnsafeMutableRawBufferPointer, Int) throws -> Void
-    ) {
-        slot.index = index
+    /// Reads `count` bytes from `offset` into `slot` and hashes them.
+    private static func fill(_ slot: Slot, at offset: Int, count: Int, _ read: (UnsafeMutableRawBufferPointer, Int) throws -> Void) {
         slot.count = count
         slot.failure = nil
         do {
@@ -84,7 +79,6 @@ struct ImportPipeline {
                 let chunk = UnsafeMutableRawBufferPointer(rebasing: raw[0..<count])
                 try read(chunk, offset)
                 slot.hash = ContentTree.leafHash(of: UnsafeRawBufferPointer(chunk))
-                slot.frame = coders.withEncoder { $0.encode(UnsafeRawBufferPointer(chunk), mimeType: mimeType) }
             }
         } catch {
             slot.failure = error
@@ -107,14 +101,11 @@ struct ImportPipeline {
             self.toWrite = toWrite
         }
 
-        /// Writes the previous round's chunks and frames, in order.
+        /// Writes the previous round's chunks, in order.
         func write() {
             do {
                 for slot in toWrite {
                     try slot.bytes.withUnsafeBytes { try importing.append(UnsafeRawBufferPointer(rebasing: $0[0..<slot.count])) }
-                    if let frame = slot.frame {
-                        try frame.withUnsafeReadableBytes { try importing.keep(frame: $0, of: slot.index) }
-                    }
                 }
             } catch {
                 writeFailure = error

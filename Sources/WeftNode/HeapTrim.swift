@@ -33,13 +33,13 @@ public enum HeapTrim {
     /// the system and taking them again: chunk buffers (256 KiB and more) are otherwise mapped
     /// and unmapped one by one, and threads' heaps trimmed as they free, so every chunk pays
     /// for page faults and zeroed pages. Blocks under 4 MiB come from the heap, and the heap is
-    /// trimmed only past 64 MiB free, or when `giveBack` is called. A node calls it once, as
+    /// trimmed only past 16 MiB free, or when `giveBack` is called. A node calls it once, as
     /// it starts. Whether the allocator took it.
     @discardableResult
     public static func keepFreedBuffers() -> Bool {
         guard let option else { return false }
         let trimThreshold: Int32 = -1, mmapThreshold: Int32 = -3  // malloc.h's M_TRIM_THRESHOLD, M_MMAP_THRESHOLD
-        return option(mmapThreshold, 4 << 20) == 1 && option(trimThreshold, 64 << 20) == 1
+        return option(mmapThreshold, 4 << 20) == 1 && option(trimThreshold, 16 << 20) == 1
     }
 
     /// Returns free memory to the system; whether the allocator could do it here.

@@ -66,7 +66,7 @@ public struct ContentConfiguration: Sendable {
     public var holdingsUpdateChunks = 64
     /// Chunks being verified and written at once; arriving chunks wait for room (and the
     /// connections they come on are read no further meanwhile).
-    public var maxChunksVerifying = 8
+    public var maxChunksVerifying = 4
     /// Events waiting for the download driver, at most.
     public var maxQueuedEvents = 256
 

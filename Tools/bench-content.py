@@ -111,12 +111,14 @@ def vm_hwm_mb(pid):
     return None
 
 
-def cpu_seconds(pid):
-    """User + system CPU seconds a running process has used (all its threads)."""
+def cpu_seconds(pid, system_only=False):
+    """User + system CPU seconds a running process has used (all its threads), or only the
+    system (kernel) seconds."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        ticks = int(fields[12]) if system_only else int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
     except (FileNotFoundError, IndexError, ValueError):
         return None
 
@@ -934,7 +936,8 @@ def weft_case(bench, case, src, mime, resume=False):
     result = {"case": case, "tool": "Weft", "sizeBytes": size}
     os.sync()
     wire0 = bench.wire.sent(pair.a.port, pair.b.port)
-    cpu0 = (cpu_seconds(pair.a.proc.pid), cpu_seconds(pair.b.proc.pid))
+    cpu0 = (cpu_seconds(pair.a.proc.pid), cpu_seconds(pair.b.proc.pid),
+            cpu_seconds(pair.a.proc.pid, True), cpu_seconds(pair.b.proc.pid, True))
     t0 = now()
     message = pair.a.cli("send", pair.conversation, "--file", f"{os.path.abspath(src)}:{mime}",
                          timeout=3600).stdout.strip().split()[-1]
@@ -997,11 +1000,15 @@ def weft_case(bench, case, src, mime, resume=False):
         result["wireBytes"] = wire1 - wire0
         result["wireRatio"] = result["wireBytes"] / size
     result["receiverPeakRSSMB"] = vm_hwm_mb(pair.b.proc.pid)
-    cpu1 = (cpu_seconds(pair.a.proc.pid), cpu_seconds(pair.b.proc.pid))
+    cpu1 = (cpu_seconds(pair.a.proc.pid), cpu_seconds(pair.b.proc.pid),
+            cpu_seconds(pair.a.proc.pid, True), cpu_seconds(pair.b.proc.pid, True))
     if not resume and None not in cpu0 + cpu1:
-        # CPU the two nodes used for the whole case (the receiver's copy to --out included).
+        # CPU the two nodes used for the whole case (the receiver's copy to --out included),
+        # and of it the kernel's (system) share.
         result["senderCPUSeconds"] = cpu1[0] - cpu0[0]
         result["receiverCPUSeconds"] = cpu1[1] - cpu0[1]
+        result["senderSystemCPUSeconds"] = cpu1[2] - cpu0[2]
+        result["receiverSystemCPUSeconds"] = cpu1[3] - cpu0[3]
     result["progressLines"] = len(download.lines)
     pair.stop()
     result["verified"] = blake2b_file(out) == bench.hashes[src]
@@ -1108,7 +1115,8 @@ def print_report(bench, limits, size, weft_note, text_ratio, load):
         if r["tool"] == "Weft" and r.get("sendSeconds") is not None and r["case"] != "resume":
             bits.append(f"of which send {r['sendSeconds']:.2f} s")
         if r.get("senderCPUSeconds") is not None:
-            bits.append(f"CPU s sender {r['senderCPUSeconds']:.2f}, receiver {r['receiverCPUSeconds']:.2f}")
+            bits.append(f"CPU s sender {r['senderCPUSeconds']:.2f} (system {r['senderSystemCPUSeconds']:.2f}), "
+                        f"receiver {r['receiverCPUSeconds']:.2f} (system {r['receiverSystemCPUSeconds']:.2f})")
         if r["case"] == "resume":
             if r.get("resumeMissed"):
                 bits.append("finished before half: not measured")

@@ -92,8 +92,8 @@ extension ContentStore {
         return ContentImport(store: self, path: path, file: try ContentFile.create(path))
     }
 
-    /// Deletes what imports a crash interrupted (`import-*.tmp`): a node calls it when it
-    /// starts, before it imports anything.
+    /// Deletes what imports and manifest writes a crash interrupted (`import-*.tmp`,
+    /// `ROOT.manifest.tmp`): a node calls it when it starts, before it imports anything.
     public func removeStaleImports() throws {
         let names: [String]
         do {
@@ -102,7 +102,7 @@ extension ContentStore {
             throw ContentStoreError(.fileSystem, "Cannot list \(directory.path): \(error.localizedDescription)")
         }
         var removed = false
-        for name in names where name.hasPrefix("import-") && name.hasSuffix(".tmp") {
+        for name in names where name.hasSuffix(".tmp") && (name.hasPrefix("import-") || name.hasSuffix(".manifest.tmp")) {
             removed = try ContentFile.remove(directory.path + "/" + name) || removed
         }
         if removed { try ContentFile.syncDirectory(directory.path) }

@@ -57,6 +57,8 @@ struct ContentSidecarTests {
             expectContentError(.wrongChunkLength) { try importing.finish(as: other.root, layout: other.layout) }
         }
         _ = FileManager.default.createFile(atPath: store.directory.path + "/import-dead.tmp", contents: Data([1, 2]))
+        // So does a manifest a crash left half written.
+        _ = FileManager.default.createFile(atPath: store.paths(other.root).manifest + ".tmp", contents: Data([3]))
         try store.removeStaleImports()
         #expect(try FileManager.default.contentsOfDirectory(atPath: store.directory.path) == [content.root.hex])
     }

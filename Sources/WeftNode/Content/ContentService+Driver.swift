@@ -66,6 +66,8 @@ final class ContentDriver {
     /// Wanted beyond the scheduler's bound, in order.
     var waiting = Deque<(descriptor: ContentDescriptor, mimeType: String?)>()
     var waitingRoots: Set<ContentRoot> = []
+    /// Wants refused because too many waited (counted for the log).
+    var refusedWants = 0
     /// The current connection of each content-capable peer.
     var peers: [PublicIdentity: ContentLink] = [:]
     /// Chunks asked of each peer and neither answered nor cancelled: the only chunks taken
@@ -149,7 +151,13 @@ final class ContentDriver {
         guard downloads[root] == nil, !waitingRoots.contains(root), !service.board.isUpload(root) else { return }
         guard downloads.count < configuration.transfer.maxDownloads else {
             guard waiting.count < configuration.maxWaitingDownloads else {
-                service.logger.warning("not fetching content \(root): \(waiting.count) contents wait already")
+                // One line for a run of them (a start may want thousands): the first, then every
+                // thousandth. They are wanted again at the next start.
+                refusedWants += 1
+                if refusedWants % 1_000 == 1 {
+                    service.logger.warning(
+                        "not fetching content \(root) for now: \(waiting.count) contents wait already (\(refusedWants) refused so far; a restart wants them again)")
+                }
                 return
             }
             waiting.append((descriptor, mimeType))

@@ -254,4 +254,46 @@ struct ContentRetentionTests {
         let chunks = descriptors.map(\.chunkCount).reduce(0, +)
         #expect(bobAgain.content.statistics.chunksVerified == chunks, "each chunk once: \(bobAgain.content.statistics)")
     }
+
+    @Test("contents asked for on demand, some still waiting for other downloads when the node stops, are fetched after it starts again")
+    func onDemandSurviveRestart() async throws {
+        let directory = try Directory()
+        let meshKey = MeshKey.generate()
+        let alice = try Node("alice", meshKey: meshKey, home: directory.home("alice"))
+        let aliceTask = try await alice.start()
+        defer { aliceTask.cancel() }
+        let contents = (0..<3).map { _ in ContentTransferTests.random(70_000) }
+        var descriptors: [ContentDescriptor] = []
+        for bytes in contents {
+            descriptors.append(try await alice.content.importContent(bytes: bytes, mimeType: "application/octet-stream"))
+        }
+
+        // Bob runs one download at once, connects to nobody, and is asked for all three (no
+        // message names them: only the asking keeps them wanted).
+        var oneAtOnce = ContentConfiguration()
+        oneAtOnce.transfer.maxDownloads = 1
+        let bobIdentity = NodeIdentity.generate()
+        let bobHome = directory.home("bob")
+        let bob = try Node("bob", meshKey: meshKey, home: bobHome, identity: bobIdentity, configuration: oneAtOnce)
+        let bobTask = try await bob.start()
+        for descriptor in descriptors { await bob.content.download(descriptor) }
+        try await Harness.eventually("one download open, two waiting") {
+            descriptors.filter { bob.content.status(of: $0.root) == .paused(reason: "waiting for other downloads") }.count == 2
+        }
+        bobTask.cancel()
+        _ = await bobTask.result
+        for descriptor in descriptors {
+            #expect(try Self.holding(descriptor.root, in: bobHome) == .partial, "its journal says to fetch it")
+        }
+
+        // Bob again, on the same home, connected to alice: every content arrives.
+        let bobAgain = try Node(
+            "bob", meshKey: meshKey, peers: [try #require(alice.address)], home: bobHome, identity: bobIdentity, configuration: oneAtOnce)
+        let bobAgainTask = try await bobAgain.start()
+        defer { bobAgainTask.cancel() }
+        for (index, descriptor) in descriptors.enumerated() {
+            try await Harness.eventually("bob holds content \(index)") { bobAgain.content.status(of: descriptor.root) == .complete }
+            #expect(ContentTransferTests.held(descriptor.root, on: bobAgain) == contents[index])
+        }
+    }
 }

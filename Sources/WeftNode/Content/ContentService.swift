@@ -121,9 +121,19 @@ public final class ContentService: Sendable {
     }
 
     /// Fetches the content (on demand): it is fetched while the node runs, and after a
-    /// restart, until it is complete. `mimeType` is the part's (only whether to compress it
-    /// when serving it on depends on it). Returns once the want is queued.
+    /// restart, until it is complete (its journal's header is written first, so a restart
+    /// wants it again even if it was still waiting for other downloads). `mimeType` is the
+    /// part's (only whether to compress it when serving it on depends on it). Returns once the
+    /// want is queued.
     public func download(_ descriptor: ContentDescriptor, mimeType: String? = nil) async {
+        do {
+            try await blocking {
+                try self.contentStore.reserve(try ContentStore.Root(descriptor.root.bytes), layout: try Self.layout(of: descriptor))
+            }
+        } catch {
+            // Fetched all the same while the node runs; only a restart would not know of it.
+            if !(error is CancellationError) { logger.warning("cannot keep the want of content \(descriptor.root): \(error)") }
+        }
         await events.send(.want(descriptor, mimeType: mimeType))
     }
 

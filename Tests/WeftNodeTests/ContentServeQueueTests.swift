@@ -108,6 +108,43 @@ struct ContentServeQueueTests {
         #expect(ContentProgress.aggregate(parts).fraction == 0.4)
     }
 
+    @Test("a download being opened tells no progress until its files are read: a watcher of a resumed download never sees it start from 0")
+    func openingTellsNothing() async {
+        // Watched before it starts: opening says nothing (closing the board ends the stream
+        // with whatever it was told).
+        let board = ContentBoard()
+        let early = board.watch(Self.root, initial: nil, isOver: false)
+        board.beginOpening(Self.root, totalBytes: 1000)
+        #expect(board.status(of: Self.root) == .downloading)
+        #expect(board.progress(of: Self.root) == nil, "not known yet")
+        // Watched while it opens: told nothing until its files are read, then what they hold.
+        let during = board.watch(Self.root, initial: nil, isOver: false)
+        board.close()
+        var told: [ContentProgress] = []
+        for await value in early { told.append(value) }
+        for await value in during { told.append(value) }
+        #expect(told.isEmpty, "\(told)")
+
+        let resumed = ContentBoard()
+        resumed.beginOpening(Self.root, totalBytes: 1000)
+        let watcher = resumed.watch(Self.root, initial: nil, isOver: false)
+        resumed.advance(Self.root, verifiedBytes: 600)  // the journal held 600 bytes
+        resumed.close()
+        var values: [ContentProgress] = []
+        for await value in watcher { values.append(value) }
+        #expect(values.map(\.verifiedBytes) == [600])
+
+        // A fresh download opened with nothing held says 0 of its size once opened.
+        let fresh = ContentBoard()
+        fresh.beginOpening(Self.other, totalBytes: 50)
+        let freshWatcher = fresh.watch(Self.other, initial: nil, isOver: false)
+        fresh.advance(Self.other, verifiedBytes: 0)
+        fresh.close()
+        var freshValues: [ContentProgress] = []
+        for await value in freshWatcher { freshValues.append(value) }
+        #expect(freshValues == [ContentProgress(verifiedBytes: 0, totalBytes: 50)])
+    }
+
     @Test("an upload is awaiting, then uploading, then complete once every chunk was sent")
     func upload() throws {
         let board = ContentBoard()

@@ -368,6 +368,8 @@ struct ContentTransferTests {
         let values = log.values
         #expect(values.contains { $0.verifiedBytes > 0 && $0.verifiedBytes >= before.verifiedBytes && $0.fraction < 1 } || before.verifiedBytes == 0,
                 "resumed from where it was: \(values.prefix(3))")
+        // Watched from before the restart opened it: the first value is what was held, never 0.
+        #expect((values.first?.verifiedBytes ?? 0) >= before.verifiedBytes, "no going back at the restart: \(values.prefix(3))")
         #expect(zip(values, values.dropFirst()).allSatisfy { $0.verifiedBytes <= $1.verifiedBytes })
         #expect(values.last?.fraction == 1.0)
         // Only the chunks missing were asked for again.

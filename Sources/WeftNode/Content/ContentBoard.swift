@@ -33,6 +33,9 @@ final class ContentBoard: Sendable {
         var windowBytes: UInt64
         var watchers: [UInt64: AsyncStream<ContentProgress>.Continuation] = [:]
         var touched: UInt64
+        /// A download being opened: what it holds is not read yet (a restart may have left
+        /// much of it), so its progress is told to nobody until the next change says it.
+        var isOpening = false
 
         /// Complete or failed: nothing more will be said.
         var isFinished: Bool {
@@ -72,7 +75,9 @@ final class ContentBoard: Sendable {
 
     func status(of root: ContentRoot) -> ContentTransferStatus? { state.withLock { $0.entries[root]?.status } }
 
-    func progress(of root: ContentRoot) -> ContentProgress? { state.withLock { $0.entries[root]?.progress } }
+    func progress(of root: ContentRoot) -> ContentProgress? {
+        state.withLock { state in state.entries[root].flatMap { $0.isOpening ? nil : $0.progress } }
+    }
 
     /// Whether the content was added here (this run): it is held whole, and its status tells
     /// of its upload.
@@ -88,7 +93,7 @@ final class ContentBoard: Sendable {
                 return nil
             }
             if let entry = state.entries[root] {
-                continuation.yield(entry.progress)
+                if !entry.isOpening { continuation.yield(entry.progress) }
                 if entry.isFinished { return nil }
             } else {
                 if let initial { continuation.yield(initial) }
@@ -120,6 +125,13 @@ final class ContentBoard: Sendable {
     /// its progress stays.
     func begin(_ root: ContentRoot, totalBytes: UInt64, status: ContentTransferStatus) {
         update(root, totalBytes: totalBytes) { entry in entry.status = status }
+    }
+
+    /// A download starts being opened: downloading, its progress unknown (and not told) until
+    /// the next change, which says what its files hold. So a watcher never sees a resumed
+    /// download start again from 0.
+    func beginOpening(_ root: ContentRoot, totalBytes: UInt64) {
+        update(root, totalBytes: totalBytes, opening: true) { entry in entry.status = .downloading }
     }
 
     func setStatus(_ root: ContentRoot, _ status: ContentTransferStatus) {
@@ -226,7 +238,7 @@ final class ContentBoard: Sendable {
     // MARK: -
 
     private func update(
-        _ root: ContentRoot, totalBytes: UInt64?, finish: Bool = false, _ change: (inout Entry) -> Void
+        _ root: ContentRoot, totalBytes: UInt64?, finish: Bool = false, opening: Bool = false, _ change: (inout Entry) -> Void
     ) {
         let (watchers, progress) = state.withLock { state -> ([AsyncStream<ContentProgress>.Continuation], ContentProgress?) in
             state.clock += 1
@@ -236,13 +248,17 @@ final class ContentBoard: Sendable {
             if let totalBytes { entry.progress.totalBytes = totalBytes }
             let before = entry.progress
             change(&entry)
+            // Any change but the opening's ends the opening: it says what is held.
+            let wasOpening = entry.isOpening
+            entry.isOpening = opening
             entry.touched = state.clock
             let watchers = Array(entry.watchers.values)
             if finish { entry.watchers = [:] }
             let isNew = state.entries[root] == nil
             state.entries[root] = entry
             if isNew { Self.evict(&state) }
-            return (watchers, entry.progress != before || finish ? entry.progress : nil)
+            if opening { return ([], nil) }
+            return (watchers, entry.progress != before || finish || wasOpening ? entry.progress : nil)
         }
         if let progress { for watcher in watchers { watcher.yield(progress) } }
         if finish { for watcher in watchers { watcher.finish() } }

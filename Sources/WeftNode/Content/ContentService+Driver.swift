@@ -171,7 +171,7 @@ final class ContentDriver {
     private func start(_ descriptor: ContentDescriptor) {
         let root = descriptor.root
         downloads[root] = Download(descriptor: descriptor, lastReset: now)
-        service.board.begin(root, totalBytes: descriptor.byteCount, status: .downloading)
+        service.board.beginOpening(root, totalBytes: descriptor.byteCount)
         service.open(descriptor)
     }
 

@@ -14,6 +14,15 @@ public enum ChunkFrame {
     /// A compressed payload is sent only if it saves at least this share of the chunk, in
     /// percent: its length × 100 ≤ the chunk's length × (100 − 3).
     public static let minimumSavingPercent = 3
+
+    /// The raw frame of `chunk`: `00 || chunk`.
+    public static func raw(_ chunk: UnsafeRawBufferPointer) -> ByteBuffer {
+        var frame = ByteBuffer()
+        frame.reserveCapacity(flagsByteCount + chunk.count)
+        frame.writeInteger(UInt8(0))
+        frame.writeBytes(chunk)
+        return frame
+    }
 }
 
 // MARK: - Encoder
@@ -30,20 +39,17 @@ public final class ChunkFrameEncoder {
     /// already (`CompressedMediaTypes`), else compressed as one zstd frame of its own if that
     /// saves at least 3 %, else raw.
     public func encode(_ chunk: UnsafeRawBufferPointer, mimeType: String) -> ByteBuffer {
-        var frame = ByteBuffer()
         if !CompressedMediaTypes.contains(mimeType) {
             let compressed = compressor.compress(chunk)
             if compressed.count * 100 <= chunk.count * (100 - ChunkFrame.minimumSavingPercent) {
+                var frame = ByteBuffer()
                 frame.reserveCapacity(ChunkFrame.flagsByteCount + compressed.count)
                 frame.writeInteger(ChunkFrame.compressedFlag)
                 frame.writeBytes(compressed)
                 return frame
             }
         }
-        frame.reserveCapacity(ChunkFrame.flagsByteCount + chunk.count)
-        frame.writeInteger(UInt8(0))
-        frame.writeBytes(chunk)
-        return frame
+        return ChunkFrame.raw(chunk)
     }
 
     public func encode(_ chunk: [UInt8], mimeType: String) -> ByteBuffer {

@@ -10,6 +10,8 @@ public struct TransferChunkSet: Sendable, Hashable, Sequence {
 
     /// The empty set of a content of `chunkCount` chunks.
     public init(chunkCount: Int) {
+        // Counts come from descriptors a reader checked (§17.1: 1 to 16,384), or from a peer's
+        // message only after it was checked against one: unreachable from input.
         precondition(chunkCount >= 0, "a content has no negative number of chunks")
         self.chunkCount = chunkCount
         self.count = 0

@@ -45,6 +45,7 @@ public struct TransferCore<Content: Hashable & Sendable, Peer: Hashable & Sendab
     /// A core with no download and no peer: what a node builds at start. Downloads that were
     /// under way before a restart are wanted again with what the store holds verified.
     public init(configuration: TransferConfiguration = TransferConfiguration()) {
+        // The node's own configuration, never input: a programming error stops here.
         precondition(configuration.isValid, "invalid transfer configuration \(configuration)")
         self.configuration = configuration
     }
@@ -101,6 +102,8 @@ public struct TransferCore<Content: Hashable & Sendable, Peer: Hashable & Sendab
             return
         }
         let verified = verified ?? TransferChunkSet(chunkCount: layout.chunkCount)
+        // The caller builds both from one descriptor (the driver: the journal opened with its
+        // layout): not input.
         precondition(verified.chunkCount == layout.chunkCount, "verified chunks of another layout")
         let download = TransferDownload<Content, Peer>(
             content: content, sequence: nextSequence, layout: layout, verified: verified)
@@ -135,6 +138,7 @@ public struct TransferCore<Content: Hashable & Sendable, Peer: Hashable & Sendab
     /// Forgets a download that nothing is in flight for.
     mutating func remove(_ sequence: UInt64) {
         guard let download = downloads.removeValue(forKey: sequence) else { return }
+        // The core's own invariant: every path here cancels or releases the copies first.
         precondition(download.copies.isEmpty, "removing a download with requests in flight")
         sequences[download.content] = nil
         let index = downloadOrder.firstIndex(of: sequence)!

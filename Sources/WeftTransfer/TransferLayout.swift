@@ -13,6 +13,8 @@ public struct TransferLayout: Sendable, Hashable {
     /// `totalByteCount` bytes in chunks of `chunkByteCount` bytes, the last one shorter when
     /// the length is not a multiple (and no chunk at all for an empty content).
     public init(totalByteCount: UInt64, chunkByteCount: UInt32) {
+        // The chunk size is 2^chunkLog of a checked descriptor (§17.1: 2^14 to 2^19), never a
+        // number off the wire: unreachable from input.
         precondition(chunkByteCount > 0, "chunks are at least one byte long")
         let size = UInt64(chunkByteCount)
         let (whole, rest) = totalByteCount.quotientAndRemainder(dividingBy: size)
@@ -32,6 +34,8 @@ public struct TransferLayout: Sendable, Hashable {
 
     /// The length of chunk `index` (in 0 ..< `chunkCount`).
     public func byteCount(ofChunk index: Int) -> UInt64 {
+        // Asked only for chunks the core requested, so below the count (an index a peer sends
+        // is checked against the count before the core sees it, §17.6).
         precondition(index >= 0 && index < chunkCount, "chunk \(index) out of 0..<\(chunkCount)")
         if chunkByteCount == 0 { return UInt64(chunkByteCounts[index]) }
         return index == chunkCount - 1 ? totalByteCount - UInt64(index) * chunkByteCount : chunkByteCount

@@ -46,8 +46,10 @@ struct DownloadCommand: AsyncCommand {
 }
 
 /// A one-line progress bar on standard error, redrawn in place: bytes, rate, time left.
+// @unchecked Sendable: the download's progress callback, its only user besides `finish`, is
+// called one value at a time and in order, and `finish` runs after the last; `drawn` is never
+// touched by two threads at once.
 final class ProgressBar: @unchecked Sendable {
-    // @unchecked: drawn from the one task that runs the download.
     private let enabled: Bool
     private let output: Int32
     private var drawn = false

@@ -152,13 +152,7 @@ extension ContentService {
         } catch let error as ContentStoreError where error.code == .notHeld || error.code == .chunkMissing {
             return nil
         }
-        if kept == .raw {
-            var frame = ByteBuffer()
-            frame.reserveCapacity(ChunkFrame.flagsByteCount + bytes.count)
-            frame.writeInteger(UInt8(0))
-            frame.writeBytes(bytes)
-            return frame
-        }
+        if kept == .raw { return bytes.withUnsafeBytes { ChunkFrame.raw($0) } }
         let frame = coders.withEncoder { $0.encode(bytes, mimeType: mimeType) }
         counters.withLock { $0.framesEncoded += 1 }
         // Kept for the next time; a frame not kept is only made again.

@@ -91,13 +91,27 @@ struct LANDiscoveryTests {
         try await eventually("all connected", seconds: 30) { try await connectedInPairs(mesh) }
 
         let carolPort = try #require(carol.address.split(separator: ":").last)
+        // Connected is not yet found: a pair connects once either side found the other, so
+        // alice may still be resolving carol when carol's connection to her is up, and a node
+        // she never found is nothing to forget.
+        for node in [alice, bob] {
+            try await eventually("\(node.name) finds carol", seconds: 30) {
+                (node.process?.stderr ?? "").contains("at \(lan.address(3)):\(carolPort); dialing it")
+            }
+        }
         let carolStatus = try await carol.stop()
         #expect(carolStatus == 0, "carol exited with \(carolStatus): \((carol.process?.stderr ?? "").suffix(1500))")
         // The goodbye, not the records' expiry (120 s and more) nor the closed connection,
         // makes the others stop dialing her: they say she left the LAN.
         for node in [alice, bob] {
-            try await eventually("\(node.name) forgets carol's address", seconds: 10) {
-                (node.process?.stderr ?? "").contains("the node at \(lan.address(3)):\(carolPort) left the LAN")
+            do {
+                try await eventually("\(node.name) forgets carol's address", seconds: 10) {
+                    (node.process?.stderr ?? "").contains("the node at \(lan.address(3)):\(carolPort) left the LAN")
+                }
+            } catch {
+                let discoveryLines = { (log: String) in log.split(separator: "\n").filter { $0.contains("discover") || $0.contains("mDNS") || $0.contains("LAN") }.joined(separator: "\n") }
+                Issue.record("\(node.name):\n\(discoveryLines(node.process?.stderr ?? ""))\ncarol:\n\(discoveryLines(carol.process?.stderr ?? ""))")
+                throw error
             }
             #expect(try await peerOrigins(node)[carol.name] == nil)
         }

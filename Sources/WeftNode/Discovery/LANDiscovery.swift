@@ -74,7 +74,12 @@ public final class LANDiscovery: Sendable {
         // Returns on graceful shutdown, throws on cancellation: either way, the end.
         try? await gracefulShutdown()
         for channel in channels {
-            try? await channel.triggerUserOutboundEvent(MDNSChannelHandler.Command.stop).get()
+            do {
+                try await channel.triggerUserOutboundEvent(MDNSChannelHandler.Command.stop).get()
+            } catch {
+                // The others then drop this node when its records expire, not at once.
+                logger.warning("discovery could not say goodbye: \(error)")
+            }
             try? await channel.close()
         }
         logger.info(

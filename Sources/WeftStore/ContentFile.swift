@@ -67,13 +67,19 @@ final class ContentFile: Sendable {
     /// `count` bytes from `offset`; a file that ends first is an error (the partial and
     /// complete files are sized to their content, so it was cut short by someone else).
     func read(count: Int, at offset: Int) throws -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        let read = try bytes.withUnsafeMutableBytes { try self.read(into: $0, at: offset) }
-        guard read == count else {
-            throw ContentStoreError(
-                .fileSystem, "\(path) ends at byte \(offset + read), before the \(count) bytes read at \(offset); it was cut short.")
+        try [UInt8](unsafeUninitializedCapacity: count) { bytes, initialized in
+            try read(exactly: UnsafeMutableRawBufferPointer(bytes), at: offset)
+            initialized = count
         }
-        return bytes
+    }
+
+    /// Fills `buffer` from `offset`; throws if the file ends first.
+    func read(exactly buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws {
+        let read = try read(into: buffer, at: offset)
+        guard read == buffer.count else {
+            throw ContentStoreError(
+                .fileSystem, "\(path) ends at byte \(offset + read), before the \(buffer.count) bytes read at \(offset); it was cut short.")
+        }
     }
 
     /// Reads into `buffer` from `offset` until it is full or the file ends; the bytes read.

@@ -118,6 +118,16 @@ extension ContentStore {
             return byteCount
         }
 
+        /// `checkRead(_:of:)`, and that `buffer` has room for the bytes read.
+        func checkRead(_ range: Range<Int>, of root: Root, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            let byteCount = try checkRead(range, of: root)
+            guard buffer.count >= byteCount else {
+                throw ContentStoreError(
+                    .readTooLarge, "A read of \(byteCount) bytes does not fit the \(buffer.count) bytes given for it.")
+            }
+            return byteCount
+        }
+
         /// "1048576 bytes in 256 chunks of 4096".
         public var description: String { "\(totalSize) bytes in \(chunkCount) chunks of \(chunkSize)" }
     }

@@ -102,10 +102,21 @@ public final class ContentStore: Sendable {
     /// them is verified (`.chunkMissing` if not). At most `maxReadByteCount` bytes.
     public func read(_ root: Root, layout: Layout, chunks: Range<Int>) throws -> [UInt8] {
         let byteCount = try layout.checkRead(chunks, of: root)
+        return try [UInt8](unsafeUninitializedCapacity: byteCount) { bytes, initialized in
+            try read(root, layout: layout, chunks: chunks, into: UnsafeMutableRawBufferPointer(bytes))
+            initialized = byteCount
+        }
+    }
+
+    /// Reads chunks `chunks` into the first bytes of `buffer`, which has room for them (else
+    /// `.readTooLarge`), as `read(_:layout:chunks:)` does: a server reads a chunk straight into
+    /// the message that carries it.
+    public func read(_ root: Root, layout: Layout, chunks: Range<Int>, into buffer: UnsafeMutableRawBufferPointer) throws {
+        let byteCount = try layout.checkRead(chunks, of: root, into: buffer)
         if let handle = openPartials.handles.withLock({ $0[root] }) {
             guard handle.layout == layout else { throw conflicting(root, held: handle.layout, asked: layout) }
             do {
-                return try handle.read(chunks: chunks)
+                return try handle.read(chunks: chunks, into: buffer)
             } catch let error as ContentStoreError where error.code == .closed {
                 // Completed or closed meanwhile: read what is on disk now.
             }
@@ -117,14 +128,15 @@ public final class ContentStore: Sendable {
                 throw ContentStoreError(
                     .conflictingLayout, "Content \(root) is held complete with \(size) bytes, not the \(layout.totalSize) asked for.")
             }
-            return try file.read(count: byteCount, at: layout.offset(ofChunk: chunks.lowerBound))
+            return try file.read(
+                exactly: UnsafeMutableRawBufferPointer(rebasing: buffer.prefix(byteCount)), at: layout.offset(ofChunk: chunks.lowerBound))
         }
         guard ContentFile.exists(paths.journal) else {
             throw ContentStoreError(.notHeld, "Content \(root) is not held.")
         }
         switch try open(root, layout: layout) {
-        case .complete: return try read(root, layout: layout, chunks: chunks)
-        case .partial(let handle): return try handle.read(chunks: chunks)
+        case .complete: return try read(root, layout: layout, chunks: chunks, into: buffer)
+        case .partial(let handle): return try handle.read(chunks: chunks, into: buffer)
         }
     }
 

@@ -346,12 +346,22 @@ public final class PartialContent: Sendable {
     /// `complete()` too.
     public func read(chunks: Range<Int>) throws -> [UInt8] {
         let byteCount = try layout.checkRead(chunks, of: root)
+        return try [UInt8](unsafeUninitializedCapacity: byteCount) { bytes, initialized in
+            try read(chunks: chunks, into: UnsafeMutableRawBufferPointer(bytes))
+            initialized = byteCount
+        }
+    }
+
+    /// Reads chunks `chunks` into the first bytes of `buffer`, which has room for them (else
+    /// `.readTooLarge`), as `read(chunks:)` does: no copy between the file and `buffer`.
+    public func read(chunks: Range<Int>, into buffer: UnsafeMutableRawBufferPointer) throws {
+        let byteCount = try layout.checkRead(chunks, of: root, into: buffer)
         let (data, missing) = readable.withLock { ($0.data, $0.verified.firstMissing(in: chunks)) }
         guard let data else { throw closedError() }
         if let missing {
             throw ContentStoreError(.chunkMissing, "Chunk \(missing) of content \(root) is not verified.")
         }
-        return try data.read(count: byteCount, at: layout.offset(ofChunk: chunks.lowerBound))
+        try data.read(exactly: UnsafeMutableRawBufferPointer(rebasing: buffer.prefix(byteCount)), at: layout.offset(ofChunk: chunks.lowerBound))
     }
 
     // MARK: - Completing and closing

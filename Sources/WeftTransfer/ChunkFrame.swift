@@ -39,17 +39,21 @@ public final class ChunkFrameEncoder {
     /// already (`CompressedMediaTypes`), else compressed as one zstd frame of its own if that
     /// saves at least 3 %, else raw.
     public func encode(_ chunk: UnsafeRawBufferPointer, mimeType: String) -> ByteBuffer {
-        if !CompressedMediaTypes.contains(mimeType) {
-            let compressed = compressor.compress(chunk)
-            if compressed.count * 100 <= chunk.count * (100 - ChunkFrame.minimumSavingPercent) {
-                var frame = ByteBuffer()
-                frame.reserveCapacity(ChunkFrame.flagsByteCount + compressed.count)
-                frame.writeInteger(ChunkFrame.compressedFlag)
-                frame.writeBytes(compressed)
-                return frame
-            }
-        }
-        return ChunkFrame.raw(chunk)
+        guard let compressed = compressed(chunk, mimeType: mimeType) else { return ChunkFrame.raw(chunk) }
+        var frame = ByteBuffer()
+        frame.reserveCapacity(ChunkFrame.flagsByteCount + compressed.count)
+        frame.writeInteger(ChunkFrame.compressedFlag)
+        frame.writeBytes(compressed)
+        return frame
+    }
+
+    /// The zstd frame that `encode` would send `chunk` as (its payload after the flag 1), or
+    /// nil if it would send it raw. For a caller that has the chunk's bytes where a raw frame
+    /// of it goes, and copies only what compression replaces them with.
+    public func compressed(_ chunk: UnsafeRawBufferPointer, mimeType: String) -> [UInt8]? {
+        guard !CompressedMediaTypes.contains(mimeType) else { return nil }
+        let compressed = compressor.compress(chunk)
+        return compressed.count * 100 <= chunk.count * (100 - ChunkFrame.minimumSavingPercent) ? compressed : nil
     }
 
     public func encode(_ chunk: [UInt8], mimeType: String) -> ByteBuffer {

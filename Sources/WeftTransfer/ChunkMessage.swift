@@ -42,7 +42,14 @@ public struct ChunkMessage: Hashable, Sendable {
     /// Writes the message; returns its byte count.
     @discardableResult
     public func write(to buffer: inout ByteBuffer) -> Int {
-        buffer.writeBytes(root.bytes) + buffer.writeInteger(index) + buffer.writeImmutableBuffer(frame)
+        Self.writeHeader(root: root, index: index, to: &buffer) + buffer.writeImmutableBuffer(frame)
+    }
+
+    /// Writes the header (root and index) of a chunk message whose frame the caller writes
+    /// right after it.
+    @discardableResult
+    public static func writeHeader(root: ContentRoot, index: UInt32, to buffer: inout ByteBuffer) -> Int {
+        buffer.writeBytes(root.bytes) + buffer.writeInteger(index)
     }
 
     /// The message in a buffer of its own.

@@ -5,8 +5,8 @@ import WeftCrypto
 /// (SPEC.md "Transport records"): `length (u32) | ChaChaPoly(frame)`, where `length` counts the
 /// ciphertext and its 16-byte tag.
 ///
-/// Sans-I/O and allocation-free on the hot path: frames are encrypted in the output buffer and
-/// decrypted in the input buffer.
+/// Sans-I/O and copy-free on the hot path: frames are encrypted in place in the output buffer,
+/// and each is decrypted from the input buffer straight into a buffer of its own.
 ///
 /// The two `CipherState`s are references that own their nonces: a copy of the codec seals and
 /// opens with the same counters, so sealing through a copy never reuses a nonce.
@@ -63,19 +63,25 @@ public struct TransportCodec: Sendable {
         }
         guard buffer.readableBytes >= WireConstants.recordLengthByteCount + recordLength else { return nil }
 
-        let start = buffer.readerIndex + WireConstants.recordLengthByteCount
-        let opened = buffer.withUnsafeMutableBytes(at: start, length: recordLength) { record in
-            Result { () throws(WeftCryptoError) in try receiveCipher.open(inPlace: record) }
+        // Decrypted out of the receive buffer into one of the frame's own, in one pass: a
+        // slice would keep the whole receive buffer alive for as long as the frame's payload
+        // is held (a queued event), and decrypting in place would write into a buffer such a
+        // slice may share (a copy of the whole of it). A peer sending thousands of tiny frames
+        // in one read made every one of them pin tens of kilobytes that way.
+        let start = WireConstants.recordLengthByteCount
+        let frameLength = recordLength - WireConstants.tagByteCount
+        var frameBytes = ByteBufferAllocator().buffer(capacity: frameLength)
+        var opened = false
+        buffer.withUnsafeReadableBytes { readable in
+            let record = UnsafeRawBufferPointer(rebasing: readable[start..<(start + recordLength)])
+            frameBytes.writeWithUnsafeMutableBytes(minimumWritableBytes: frameLength) { output in
+                // A failed tag and an exhausted nonce both end the connection as a decryption failure.
+                guard let count = try? receiveCipher.open(record, into: output) else { return 0 }
+                opened = true
+                return count
+            }
         }
-        // A failed tag and an exhausted nonce both end the connection as a decryption failure.
-        guard case .success(let frameLength) = opened,
-            let plaintext = buffer.viewBytes(at: start, length: frameLength)
-        else { throw .decryptionFailed }
-        // Copied out, not sliced: a slice would keep the whole receive buffer alive for as long
-        // as the frame's payload is held (a queued event), and would make the next frame's
-        // in-place decryption copy that buffer again (copy on write). A peer sending thousands
-        // of tiny frames in one read made every one of them pin tens of kilobytes that way.
-        let frameBytes = ByteBuffer(bytes: plaintext)
+        guard opened else { throw .decryptionFailed }
         buffer.moveReaderIndex(forwardBy: WireConstants.recordLengthByteCount + recordLength)
         let frame = try Frame.read(from: frameBytes)
         if case .rekey = frame { receiveCipher.rekey() }

@@ -108,6 +108,31 @@ struct CipherStateTests {
         }
     }
 
+    @Test("out-of-place open writes the plaintext into its own buffer and leaves the record as it was")
+    func outOfPlace() throws {
+        let (sender, receiver) = pair()
+        let plaintext: [UInt8] = Array("decrypted straight into the frame's buffer".utf8)
+        let record = try sender.encrypt(associatedData: [], plaintext: plaintext)
+        var output = [UInt8](repeating: 0xee, count: plaintext.count + 3)
+        let count = try record.withUnsafeBytes { raw in try output.withUnsafeMutableBytes { try receiver.open(raw, into: $0) } }
+        #expect(count == plaintext.count && Array(output.prefix(count)) == plaintext)
+        #expect(output.suffix(3) == [0xee, 0xee, 0xee], "nothing written past the plaintext")
+        #expect(record == (try CipherState(key: Self.key).encrypt(associatedData: [], plaintext: plaintext)), "the record is untouched")
+        #expect(receiver.nonce == 1)
+
+        // A tampered record, or an output too small for its plaintext, fails and leaves the nonce.
+        var tampered = try sender.encrypt(associatedData: [], plaintext: plaintext)
+        tampered[0] ^= 1
+        #expect(throws: WeftCryptoError.decryptionFailed) {
+            try tampered.withUnsafeBytes { raw in try output.withUnsafeMutableBytes { try receiver.open(raw, into: $0) } }
+        }
+        var small = [UInt8](repeating: 0, count: plaintext.count - 1)
+        #expect(throws: WeftCryptoError.decryptionFailed) {
+            try record.withUnsafeBytes { raw in try small.withUnsafeMutableBytes { try receiver.open(raw, into: $0) } }
+        }
+        #expect(receiver.nonce == 1)
+    }
+
     @Test("rekey changes the ciphertexts, keeps the nonce, and both sides stay in sync")
     func rekey() throws {
         let (sender, receiver) = pair()

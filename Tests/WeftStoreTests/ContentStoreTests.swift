@@ -108,6 +108,15 @@ struct ContentStoreTests {
         #expect(try partial.read(chunks: 3..<5) == Array(content.bytes[3 * 1024..<5 * 1024]), "the object reads after completion")
         #expect(try store.read(content.root, layout: content.layout, chunks: 0..<content.chunkCount) == content.bytes)
         #expect(try store.read(content.root, layout: content.layout, chunks: 19..<20) == content.chunk(19), "the short last chunk")
+        // Into a caller's buffer: the first bytes are the chunks', the rest untouched; a
+        // buffer without room for them is refused before anything is read.
+        var roomy = [UInt8](repeating: 0xee, count: 2 * 1024 + 5)
+        try roomy.withUnsafeMutableBytes { try store.read(content.root, layout: content.layout, chunks: 7..<9, into: $0) }
+        #expect(Array(roomy.prefix(2 * 1024)) == Array(content.bytes[7 * 1024..<9 * 1024]) && roomy.suffix(5).allSatisfy { $0 == 0xee })
+        var tight = [UInt8](repeating: 0, count: 2 * 1024 - 1)
+        expectContentError(.readTooLarge) {
+            try tight.withUnsafeMutableBytes { try store.read(content.root, layout: content.layout, chunks: 7..<9, into: $0) }
+        }
         expectContentError(.closed) { try partial.write(chunk: 0, bytes: content.chunk(0), hash: content.hash(0)) }
 
         // The same root again is the one file.

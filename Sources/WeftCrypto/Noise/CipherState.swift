@@ -96,17 +96,31 @@ public final class CipherState: Sendable {
     public func open(
         inPlace buffer: UnsafeMutableRawBufferPointer, associatedData: some ContiguousBytes = [UInt8]()
     ) throws(WeftCryptoError) -> Int {
-        guard buffer.count >= Self.tagByteCount else { throw .decryptionFailed }
+        try open(UnsafeRawBufferPointer(buffer), into: buffer, associatedData: associatedData)
+    }
+
+    /// Decrypts `record` (ciphertext followed by the tag) into `output`, which holds at least
+    /// `record.count - 16` bytes and either is `record` itself or does not overlap it, and
+    /// returns the plaintext length. Out of place, a receiver decrypts a record straight into
+    /// a buffer of the frame's own, with no copy after and no write to the record's buffer. On
+    /// failure `output`'s contents are unspecified and the nonce does not advance.
+    public func open(
+        _ record: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer,
+        associatedData: some ContiguousBytes = [UInt8]()
+    ) throws(WeftCryptoError) -> Int {
+        guard record.count >= Self.tagByteCount, let ciphertext = record.baseAddress else { throw .decryptionFailed }
+        let plaintextByteCount = record.count - Self.tagByteCount
+        guard output.count >= plaintextByteCount else { throw .decryptionFailed }
         return try keying.withLock { keying throws(WeftCryptoError) -> Int in
-            guard let key = keying.key else { preconditionFailure("open(inPlace:) needs a keyed CipherState") }
+            guard let key = keying.key else { preconditionFailure("open(_:into:) needs a keyed CipherState") }
             guard keying.nonce != .max else { throw .nonceExhausted }
             let npub = Self.nonceBytes(keying.nonce)
             let status = withUnsafeBytes(of: npub) { n in
                 key.withUnsafeBytes { k in
                     associatedData.withUnsafeBytes { ad in
-                        let base = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
-                        return crypto_aead_chacha20poly1305_ietf_decrypt(
-                            base, nil, nil, base, UInt64(buffer.count),
+                        crypto_aead_chacha20poly1305_ietf_decrypt(
+                            output.baseAddress?.assumingMemoryBound(to: UInt8.self), nil, nil,
+                            ciphertext.assumingMemoryBound(to: UInt8.self), UInt64(record.count),
                             ad.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(ad.count),
                             n.baseAddress!.assumingMemoryBound(to: UInt8.self),
                             k.baseAddress!.assumingMemoryBound(to: UInt8.self))
@@ -115,7 +129,7 @@ public final class CipherState: Sendable {
             }
             guard status == 0 else { throw .decryptionFailed }
             keying.nonce += 1
-            return buffer.count - Self.tagByteCount
+            return plaintextByteCount
         }
     }
 

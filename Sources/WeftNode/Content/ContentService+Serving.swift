@@ -112,53 +112,75 @@ extension ContentService {
             return
         }
         let mimeType = mimeTypes.withLock { $0[root] } ?? "application/octet-stream"
-        let frame: ByteBuffer?
+        let message: ByteBuffer?
         do {
-            frame = try await blocking { try self.frame(ofChunk: Int(index), of: descriptor, mimeType: mimeType) }
+            message = try await blocking { try self.chunkMessage(Int(index), of: descriptor, mimeType: mimeType) }
         } catch {
             if error is CancellationError { return }
             logger.error("cannot read chunk \(index) of content \(root) to serve it: \(error)")
-            frame = nil
+            message = nil
         }
-        guard let frame else {
+        guard let message else {
             await send(.notHeld(root, chunks: [index]), to: link)
             return
         }
-        var payload = ByteBuffer()
-        payload.reserveCapacity(1 + ChunkMessage.headerByteCount + frame.readableBytes)
-        payload.writeInteger(SyncMessageType.chunk.rawValue)
-        ChunkMessage(root: root, index: index, frame: frame).write(to: &payload)
         await link.outbox.waitForBulkRoom()
         if link.outbox.isClosed { return }
-        link.outbox.enqueueBulk(payload)
+        link.outbox.enqueueBulk(message)
         counters.withLock { $0.chunksServed += 1 }
-        board.sent(root, chunk: Int(index), wireBytes: frame.readableBytes)
+        board.sent(root, chunk: Int(index), wireBytes: message.readableBytes - Self.chunkMessageHeaderByteCount)
     }
 
-    /// The frame of a verified chunk, as kept when it was first served or when it arrived
-    /// (§11.2 `ROOT.frames`); made from the chunk's bytes, and kept, only if none is: the
-    /// first time the node that added the content serves the chunk (so compression runs on
-    /// the cores the transfer leaves, in parallel with it, once), or after a crash tore the
-    /// frame. Nil if the chunk is not held. Blocks.
-    func frame(ofChunk index: Int, of descriptor: ContentDescriptor, mimeType: String) throws -> ByteBuffer? {
+    /// The type byte and header before a CHUNK message's frame.
+    static let chunkMessageHeaderByteCount = 1 + ChunkMessage.headerByteCount
+
+    /// The CHUNK message (type byte, header, frame) of a verified chunk. Its frame is the one
+    /// kept when the chunk was first served or when it arrived (§11.2 `ROOT.frames`); it is
+    /// made from the chunk's bytes, and kept, only if none is: the first time the node that
+    /// added the content serves the chunk (so compression runs on the cores the transfer
+    /// leaves, in parallel with it, once), or after a crash tore the frame. A chunk that
+    /// travels raw is read from the file straight into the message. Nil if the chunk is not
+    /// held. Blocks.
+    func chunkMessage(_ index: Int, of descriptor: ContentDescriptor, mimeType: String) throws -> ByteBuffer? {
         let root = try ContentStore.Root(descriptor.root.bytes)
         let layout = try Self.layout(of: descriptor)
+        guard let chunkByteCount = descriptor.byteCount(ofChunk: index) else { return nil }
         let frames = try? contentStore.frames(of: root, chunkCount: descriptor.chunkCount, create: false)
         let kept = try? frames?.kept(index)
-        if case .frame(let bytes) = kept { return ByteBuffer(bytes: bytes) }
-        let bytes: [UInt8]
+        var message = ByteBuffer()
+        message.reserveCapacity(Self.chunkMessageHeaderByteCount + ChunkFrame.flagsByteCount + chunkByteCount)
+        message.writeInteger(SyncMessageType.chunk.rawValue)
+        ChunkMessage.writeHeader(root: descriptor.root, index: UInt32(index), to: &message)
+        let frameStart = message.writerIndex
+        if case .frame(let bytes) = kept {
+            message.writeBytes(bytes)
+            return message
+        }
+        message.writeInteger(UInt8(0))  // a raw frame's flags (§17.5)
         do {
-            bytes = try contentStore.read(root, layout: layout, chunks: index..<index + 1)
+            try message.writeWithUnsafeMutableBytes(minimumWritableBytes: chunkByteCount) { free in
+                try contentStore.read(root, layout: layout, chunks: index..<index + 1, into: free)
+                return chunkByteCount
+            }
         } catch let error as ContentStoreError where error.code == .notHeld || error.code == .chunkMissing {
             return nil
         }
-        if kept == .raw { return bytes.withUnsafeBytes { ChunkFrame.raw($0) } }
-        let frame = coders.withEncoder { $0.encode(bytes, mimeType: mimeType) }
+        if kept == .raw { return message }
+        let compressed = message.withUnsafeReadableBytes { written in
+            coders.withEncoder { $0.compressed(UnsafeRawBufferPointer(rebasing: written[(frameStart + 1)...]), mimeType: mimeType) }
+        }
+        if let compressed {
+            message.moveWriterIndex(to: frameStart)
+            message.writeInteger(ChunkFrame.compressedFlag)
+            message.writeBytes(compressed)
+        }
         counters.withLock { $0.framesEncoded += 1 }
         // Kept for the next time; a frame not kept is only made again.
         let store = try? frames ?? contentStore.frames(of: root, chunkCount: descriptor.chunkCount, create: true)
-        frame.withUnsafeReadableBytes { try? store?.keep($0, of: index) }
-        return frame
+        message.withUnsafeReadableBytes { written in
+            try? store?.keep(UnsafeRawBufferPointer(rebasing: written[frameStart...]), of: index)
+        }
+        return message
     }
 
     /// The descriptor of a content held, from its manifest's first bytes (cached).

@@ -10,7 +10,7 @@ import WeftTransfer
 ///
 /// Chunks are not compressed here: the node compresses each chunk the first time it serves
 /// it, on the cores the transfer leaves, and keeps that frame for every later send
-/// (`ContentService.frame(ofChunk:of:mimeType:)`).
+/// (`ContentService.chunkMessage(_:of:mimeType:)`).
 struct ImportPipeline {
     /// Chunks hashed at once: two per core, so a slow chunk does not idle a core.
     var roundChunkCount = max(2, System.coreCount * 2)

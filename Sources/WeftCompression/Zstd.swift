@@ -45,14 +45,12 @@ public final class ZstdCompressor {
     /// Compresses `input` into one zstd frame (with its content size recorded).
     public func compress(_ input: UnsafeRawBufferPointer) -> [UInt8] {
         let bound = ZSTD_compressBound(input.count)
-        var output = [UInt8](repeating: 0, count: bound)
-        let written = output.withUnsafeMutableBytes { out in
-            ZSTD_compressCCtx(context, out.baseAddress, out.count, input.baseAddress, input.count, level)
+        return [UInt8](unsafeUninitializedCapacity: bound) { out, count in
+            let written = ZSTD_compressCCtx(context, out.baseAddress, bound, input.baseAddress, input.count, level)
+            // With an output of ZSTD_compressBound bytes compression cannot fail.
+            precondition(ZSTD_isError(written) == 0, "zstd: \(String(cString: ZSTD_getErrorName(written)))")
+            count = written
         }
-        // With an output of ZSTD_compressBound bytes compression cannot fail.
-        precondition(ZSTD_isError(written) == 0, "zstd: \(String(cString: ZSTD_getErrorName(written)))")
-        output.removeLast(bound - written)
-        return output
     }
 
     public func compress(_ input: [UInt8]) -> [UInt8] {
@@ -83,32 +81,67 @@ public final class ZstdDecompressor {
         let windowLog = Int32(max(10, Int.bitWidth - max(limit - 1, 1).leadingZeroBitCount))
         let set = ZSTD_DCtx_setParameter(context, ZSTD_d_windowLogMax, min(windowLog, Self.maxWindowLog))
         if ZSTD_isError(set) != 0 { throw .corrupt(String(cString: ZSTD_getErrorName(set))) }
-        var output: [UInt8] = []
-        // Start from the declared size when it is known and within the limit; never trust it further.
-        let declared = ZSTD_getFrameContentSize(input.baseAddress, input.count)
-        let step = max(ZSTD_DStreamOutSize(), 64)
-        output.reserveCapacity(declared < UInt64(limit) ? Int(declared) + 1 : min(limit + 1, step))
-
         var inBuffer = ZSTD_inBuffer(src: input.baseAddress, size: input.count, pos: 0)
-        var chunk = [UInt8](repeating: 0, count: step)
+        var output: [UInt8] = []
+        // Straight into the output when the header declares a size within the limit (Weft's
+        // encoder always records it): one spare byte shows a frame that makes more than it
+        // declared, and then the steps below go on from where this stopped. Never trusted further.
+        let declared = ZSTD_getFrameContentSize(input.baseAddress, input.count)
+        if declared < UInt64(limit) {
+            let capacity = Int(declared) + 1
+            var outcome: Result<Step, WeftCompressionError> = .success(.outputFull)
+            output = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+                var outBuffer = ZSTD_outBuffer(dst: buffer.baseAddress, size: capacity, pos: 0)
+                outcome = decompress(&inBuffer, into: &outBuffer)
+                count = outBuffer.pos
+            }
+            switch try outcome.get() {
+            case .finished: return output
+            case .stalled: throw .truncated
+            case .outputFull: break
+            }
+        }
+        let stepByteCount = max(ZSTD_DStreamOutSize(), 64)
+        output.reserveCapacity(min(limit + 1, output.count + stepByteCount))
+        var chunk = [UInt8](repeating: 0, count: stepByteCount)
         while true {
-            let inputBefore = inBuffer.pos
-            let (result, produced) = chunk.withUnsafeMutableBytes { out -> (Int, Int) in
+            let (outcome, produced) = chunk.withUnsafeMutableBytes { out -> (Result<Step, WeftCompressionError>, Int) in
                 var outBuffer = ZSTD_outBuffer(dst: out.baseAddress, size: out.count, pos: 0)
-                let result = ZSTD_decompressStream(context, &outBuffer, &inBuffer)
-                return (result, outBuffer.pos)
+                return (decompress(&inBuffer, into: &outBuffer), outBuffer.pos)
             }
-            if ZSTD_isError(result) != 0 {
-                throw .corrupt(String(cString: ZSTD_getErrorName(result)))
-            }
+            let step = try outcome.get()
+            // Before `.stalled`: a frame cut short after more than the limit is over the limit.
             guard output.count + produced <= limit else { throw .outputLimitExceeded(limit) }
             output.append(contentsOf: chunk[0..<produced])
-            // 0 means a frame is complete and flushed; more input may hold another frame.
-            if result == 0 && inBuffer.pos == inBuffer.size { break }
-            // No progress with all input consumed: the frame was cut short.
-            if produced == 0 && inBuffer.pos == inputBefore { throw .truncated }
+            switch step {
+            case .finished: return output
+            case .stalled: throw .truncated
+            case .outputFull: continue
+            }
         }
-        return output
+    }
+
+    /// How a run of `decompress(_:into:)` ended.
+    private enum Step {
+        /// The input is used up and every frame in it complete.
+        case finished
+        case outputFull
+        /// No progress with room left: the input is used up inside a frame (cut short).
+        case stalled
+    }
+
+    /// Decompresses until the input is used up with every frame complete, the output is full,
+    /// or nothing moves; fails on a corrupt frame.
+    private func decompress(_ input: inout ZSTD_inBuffer, into output: inout ZSTD_outBuffer) -> Result<Step, WeftCompressionError> {
+        while true {
+            let before = (input.pos, output.pos)
+            let result = ZSTD_decompressStream(context, &output, &input)
+            if ZSTD_isError(result) != 0 { return .failure(.corrupt(String(cString: ZSTD_getErrorName(result)))) }
+            // 0 means a frame is complete and flushed; more input may hold another frame.
+            if result == 0 && input.pos == input.size { return .success(.finished) }
+            if output.pos == output.size { return .success(.outputFull) }
+            if (input.pos, output.pos) == before { return .success(.stalled) }
+        }
     }
 
     /// zstd's own ceiling for a decoder's window (`ZSTD_WINDOWLOG_LIMIT_DEFAULT`, 128 MiB).

@@ -80,6 +80,15 @@ public final class ChunkFrameDecoder {
     /// `.wrongSize` (past the limit), then `.wrongSize` if it gave fewer bytes; last
     /// `.badHash` unless the chunk's leaf hash is the manifest's.
     public func decode(_ frame: ByteBuffer, index: Int, manifest: ContentManifest) throws(ContentError) -> [UInt8] {
+        try withChunk(frame, index: index, manifest: manifest) { Array($0) }
+    }
+
+    /// Checks chunk `index` of `manifest`'s content from `frame` as `decode(_:index:manifest:)`
+    /// does, then hands its bytes to `body`: a raw chunk's bytes where they arrived, in the
+    /// frame, with no copy, a compressed one's as decompressed.
+    public func withChunk<R>(
+        _ frame: ByteBuffer, index: Int, manifest: ContentManifest, _ body: (UnsafeRawBufferPointer) -> R
+    ) throws(ContentError) -> R {
         guard let expected = manifest.descriptor.byteCount(ofChunk: index) else {
             throw ContentError(
                 .indexOutOfRange,
@@ -94,32 +103,49 @@ public final class ChunkFrameDecoder {
         }
         let payload = frame.getSlice(at: frame.readerIndex + ChunkFrame.flagsByteCount, length: frame.readableBytes - 1)
             ?? ByteBuffer()
-        let chunk: [UInt8]
         if flags & ChunkFrame.compressedFlag == 0 {
             guard payload.readableBytes == expected else {
                 throw ContentError(.wrongSize, "chunk \(index) is \(payload.readableBytes) bytes, not \(expected)")
             }
-            chunk = Array(payload.readableBytesView)
-        } else {
-            chunk = try decompress(payload, index: index, expected: expected)
+            return try payload.withUnsafeReadableBytes { chunk in
+                Result { () throws(ContentError) in try Self.verified(chunk, index: index, manifest: manifest, body) }
+            }.get()
         }
+        let chunk = try decompress(payload, index: index, expected: expected)
+        return try chunk.withUnsafeBytes { chunk in
+            Result { () throws(ContentError) in try Self.verified(chunk, index: index, manifest: manifest, body) }
+        }.get()
+    }
+
+    /// `body(chunk)` if the chunk's leaf hash is the manifest's.
+    private static func verified<R>(
+        _ chunk: UnsafeRawBufferPointer, index: Int, manifest: ContentManifest, _ body: (UnsafeRawBufferPointer) -> R
+    ) throws(ContentError) -> R {
         let hash = ContentTree.leafHash(of: chunk)
         guard hash == manifest.hashes[index] else {
             throw ContentError(.badHash, "chunk \(index) hashes to \(hash.hex), not the manifest's \(manifest.hashes[index].hex)")
         }
-        return chunk
+        return body(chunk)
     }
 
     /// The bytes of the chunk `message` carries, checked as `decode(_:index:manifest:)` does
     /// after `.unexpectedContent` unless the message names `manifest`'s root.
     public func decode(_ message: ChunkMessage, manifest: ContentManifest) throws(ContentError) -> [UInt8] {
+        try withChunk(message, manifest: manifest) { Array($0) }
+    }
+
+    /// `withChunk(_:index:manifest:_:)` for the chunk `message` carries, after
+    /// `.unexpectedContent` unless the message names `manifest`'s root.
+    public func withChunk<R>(
+        _ message: ChunkMessage, manifest: ContentManifest, _ body: (UnsafeRawBufferPointer) -> R
+    ) throws(ContentError) -> R {
         guard message.root == manifest.root else {
             throw ContentError(
                 .unexpectedContent,
                 "a chunk of content \(message.root.hex) is not of the content \(manifest.root.hex)"
             )
         }
-        return try decode(message.frame, index: Int(message.index), manifest: manifest)
+        return try withChunk(message.frame, index: Int(message.index), manifest: manifest, body)
     }
 
     private func decompress(_ payload: ByteBuffer, index: Int, expected: Int) throws(ContentError) -> [UInt8] {

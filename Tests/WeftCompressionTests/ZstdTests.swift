@@ -35,6 +35,20 @@ struct ZstdTests {
         }
     }
 
+    @Test("concatenated frames decode whole: the first one's declared size does not end the output, and the limit still holds")
+    func concatenated() throws {
+        let first = Self.sample(70_000), second = Array(Self.sample(90_000).reversed())
+        let compressor = ZstdCompressor()
+        let both = compressor.compress(first) + compressor.compress(second)
+        let decompressor = ZstdDecompressor()
+        #expect(try decompressor.decompress(both, limit: 160_000) == first + second)
+        #expect(throws: WeftCompressionError.outputLimitExceeded(159_999)) {
+            try decompressor.decompress(both, limit: 159_999)
+        }
+        // Cut inside the second frame: what the first declared is not taken for the end.
+        #expect(throws: WeftCompressionError.truncated) { try decompressor.decompress(Array(both.dropLast(10)), limit: 160_000) }
+    }
+
     @Test("a zip bomb is stopped at the limit without allocating its declared size")
     func bomb() throws {
         let huge = [UInt8](repeating: 0, count: 64 << 20)

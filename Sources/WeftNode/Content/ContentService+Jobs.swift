@@ -77,21 +77,26 @@ extension ContentService {
     }
 
     private func checkBlocking(_ chunk: ChunkMessage, manifest: ContentManifest, partial: PartialContent) -> ContentEvent.ChunkOutcome {
-        let bytes: [UInt8]
+        let index = Int(chunk.index)
+        let written: Result<Bool, any Error>
         do {
-            bytes = try coders.withDecoder { try $0.decode(chunk, manifest: manifest) }
+            // Written from where the decoder verified it: a raw chunk from the frame itself.
+            // The decoder checked the index against the manifest.
+            written = try coders.withDecoder { decoder in
+                try decoder.withChunk(chunk, manifest: manifest) { bytes in
+                    Result { try partial.write(chunk: index, bytes: bytes, hash: manifest.hashes[index].bytes) }
+                }
+            }
         } catch let error as ContentError {
             // A bad hash may be a relay's damaged disk; anything else no honest encoder makes.
             return error.reason == .badHash ? .corrupt(error.description) : .violation(error.description)
         } catch {
             return .violation("\(error)")
         }
-        let index = Int(chunk.index)
         do {
-            // The decoder checked the index against the manifest.
-            let written = try partial.write(chunk: index, bytes: bytes, hash: manifest.hashes[index].bytes)
-            if written { keep(chunk.frame, ofChunk: index, of: manifest.descriptor) }
-            return written ? .written(heldBytes: partial.verifiedByteCount) : .duplicate
+            let isNew = try written.get()
+            if isNew { keep(chunk.frame, ofChunk: index, of: manifest.descriptor) }
+            return isNew ? .written(heldBytes: partial.verifiedByteCount) : .duplicate
         } catch let error as ContentStoreError where error.code == .closed {
             return .closed
         } catch {

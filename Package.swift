@@ -5,7 +5,7 @@ import PackageDescription
 ///
 /// Imports run one way (../shared/DESIGN.md):
 ///
-///     C libraries (CSodium, CZstd, CLibcrypto), WeftBytes (big-endian field primitives on ByteBuffer,
+///     C libraries (CSodium, CZstd), WeftBytes (big-endian field primitives on ByteBuffer,
 ///                                            `package` access, shared by every codec)
 ///       <- WeftCrypto, WeftCompression
 ///       <- WeftWire (frames, connection state machine), WeftModel (operations, merge rules)
@@ -51,7 +51,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
-        // MARK: - C libraries (Debian: libsodium-dev, libzstd-dev, libssl-dev; found through pkg-config)
+        // MARK: - C libraries (Debian: libsodium-dev, libzstd-dev; found through pkg-config)
         .systemLibrary(
             name: "CSodium",
             pkgConfig: "libsodium",
@@ -62,12 +62,6 @@ let package = Package(
             pkgConfig: "libzstd",
             providers: [.apt(["libzstd-dev"])]
         ),
-        // OpenSSL's libcrypto, for the transport cipher only (WeftCrypto's ChaChaPolyContext).
-        .systemLibrary(
-            name: "CLibcrypto",
-            pkgConfig: "libcrypto",
-            providers: [.apt(["libssl-dev"])]
-        ),
         // posix_spawn's close-from action (glibc), for SpawnedProcess.
         .systemLibrary(name: "CSpawn"),
 
@@ -75,7 +69,7 @@ let package = Package(
         .target(name: "WeftBytes", dependencies: [.product(name: "NIOCore", package: "swift-nio")]),
         .target(
             name: "WeftCrypto",
-            dependencies: ["CSodium", "CLibcrypto", "WeftBytes", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: ["CSodium", "WeftBytes", .product(name: "NIOCore", package: "swift-nio")]
         ),
         .target(name: "WeftCompression", dependencies: ["CZstd"]),
         .target(

@@ -12,7 +12,6 @@ public struct WeftCryptoError: Error, Hashable, Sendable, CustomStringConvertibl
         case missingKey(String)
         case wrongPassphrase
         case keyDerivationFailed
-        case cipherFailed
         case damagedFile(String)
         case invalidIdentifier(String)
     }
@@ -37,8 +36,6 @@ public struct WeftCryptoError: Error, Hashable, Sendable, CustomStringConvertibl
     public static let wrongPassphrase = Self(.wrongPassphrase)
     /// Argon2id could not run (libsodium failed, in practice for lack of memory).
     public static let keyDerivationFailed = Self(.keyDerivationFailed)
-    /// The transport cipher could not run (libcrypto failed, in practice for lack of memory).
-    public static let cipherFailed = Self(.cipherFailed)
     /// A key file is truncated, altered or not a Weft file at all.
     public static func damagedFile(_ why: String) -> Self { Self(.damagedFile(why)) }
     /// A user identifier or key text that does not parse or fails its checksum.
@@ -60,7 +57,6 @@ public struct WeftCryptoError: Error, Hashable, Sendable, CustomStringConvertibl
         case .missingKey(let which): "the handshake needs the \(which) key, which was not given"
         case .wrongPassphrase: "the passphrase is wrong"
         case .keyDerivationFailed: "Argon2id could not run (not enough memory?)"
-        case .cipherFailed: "the cipher could not run (not enough memory?)"
         case .damagedFile(let why): "the file is damaged: \(why)"
         case .invalidIdentifier(let why): "invalid identifier: \(why)"
         }

@@ -13,21 +13,10 @@ public final class CipherState: Sendable {
     public static let keyByteCount = 32
     public static let tagByteCount = 16
 
-    /// The key and the next nonce, changed together under the lock, and the cipher context
-    /// for the key (made at its first use, dropped when the key changes).
+    /// The key and the next nonce, changed together under the lock.
     private struct Keying: Sendable {
         var key: SecureBytes?
         var nonce: UInt64 = 0
-        var context: ChaChaPolyContext?
-
-        /// The context for the key; nil without a key.
-        mutating func cipher() throws(WeftCryptoError) -> ChaChaPolyContext? {
-            if let context { return context }
-            guard let key else { return nil }
-            guard let made = ChaChaPolyContext(key: key) else { throw .cipherFailed }
-            context = made
-            return made
-        }
     }
 
     /// A lock, not a convention, makes the class `Sendable`: one connection uses it from one
@@ -83,15 +72,21 @@ public final class CipherState: Sendable {
     ) throws(WeftCryptoError) {
         precondition(buffer.count >= plaintextByteCount + Self.tagByteCount, "no room for the tag")
         try keying.withLock { keying throws(WeftCryptoError) in
-            guard let cipher = try keying.cipher() else { preconditionFailure("seal(inPlace:) needs a keyed CipherState") }
+            guard let key = keying.key else { preconditionFailure("seal(inPlace:) needs a keyed CipherState") }
             guard keying.nonce != .max else { throw .nonceExhausted }
-            let sealed = withUnsafeBytes(of: Self.nonceBytes(keying.nonce)) { nonce in
-                associatedData.withUnsafeBytes { ad in
-                    cipher.seal(
-                        UnsafeRawBufferPointer(rebasing: buffer.prefix(plaintextByteCount)), into: buffer, nonce: nonce, associatedData: ad)
+            let npub = Self.nonceBytes(keying.nonce)
+            withUnsafeBytes(of: npub) { n in
+                key.withUnsafeBytes { k in
+                    associatedData.withUnsafeBytes { ad in
+                        let base = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                        _ = crypto_aead_chacha20poly1305_ietf_encrypt(
+                            base, nil, base, UInt64(plaintextByteCount),
+                            ad.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(ad.count),
+                            nil, n.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                            k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                    }
                 }
             }
-            guard sealed else { throw .cipherFailed }
             keying.nonce += 1
         }
     }
@@ -113,16 +108,26 @@ public final class CipherState: Sendable {
         _ record: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer,
         associatedData: some ContiguousBytes = [UInt8]()
     ) throws(WeftCryptoError) -> Int {
-        guard record.count >= Self.tagByteCount else { throw .decryptionFailed }
+        guard record.count >= Self.tagByteCount, let ciphertext = record.baseAddress else { throw .decryptionFailed }
         let plaintextByteCount = record.count - Self.tagByteCount
         guard output.count >= plaintextByteCount else { throw .decryptionFailed }
         return try keying.withLock { keying throws(WeftCryptoError) -> Int in
-            guard let cipher = try keying.cipher() else { preconditionFailure("open(_:into:) needs a keyed CipherState") }
+            guard let key = keying.key else { preconditionFailure("open(_:into:) needs a keyed CipherState") }
             guard keying.nonce != .max else { throw .nonceExhausted }
-            let opened = withUnsafeBytes(of: Self.nonceBytes(keying.nonce)) { nonce in
-                associatedData.withUnsafeBytes { ad in cipher.open(record, into: output, nonce: nonce, associatedData: ad) }
+            let npub = Self.nonceBytes(keying.nonce)
+            let status = withUnsafeBytes(of: npub) { n in
+                key.withUnsafeBytes { k in
+                    associatedData.withUnsafeBytes { ad in
+                        crypto_aead_chacha20poly1305_ietf_decrypt(
+                            output.baseAddress?.assumingMemoryBound(to: UInt8.self), nil, nil,
+                            ciphertext.assumingMemoryBound(to: UInt8.self), UInt64(record.count),
+                            ad.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(ad.count),
+                            n.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                            k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                    }
+                }
             }
-            guard opened else { throw .decryptionFailed }
+            guard status == 0 else { throw .decryptionFailed }
             keying.nonce += 1
             return plaintextByteCount
         }
@@ -131,13 +136,11 @@ public final class CipherState: Sendable {
     // MARK: - Rekey (Noise §4.2, §11.3)
 
     /// REKEY(k): the first 32 bytes of ENCRYPT(k, 2^64-1, empty, 32 zero bytes). The nonce
-    /// keeps counting. Through libsodium, the same cipher: a rekey cannot fail for want of a
-    /// context, and it is rare enough that speed does not matter.
+    /// keeps counting.
     public func rekey() {
         keying.withLock { keying in
             guard let key = keying.key else { preconditionFailure("rekey() needs a keyed CipherState") }
             keying.key = Self.rekeyed(key)
-            keying.context = nil
         }
     }
 

@@ -6,6 +6,7 @@ import WeftCrypto
 import WeftModel
 @testable import WeftNode
 import WeftStore
+import WeftTransfer
 
 /// The status of content the local user sent (SPEC.md §15.5: awaiting upload, uploading,
 /// complete), across a restart of the sending node: content sent whole stays complete, content
@@ -112,5 +113,23 @@ struct ContentUploadStatusTests {
         defer { againTask.cancel() }
         try await Harness.eventually("the marks are gone") { try Self.marks(in: directory.home("alice")).isEmpty }
         #expect(again.content.status(of: descriptor.root) == .readyForDownload)
+    }
+
+    @Test("the upload mark is made before the content is named: content that cannot be marked is not added, and nothing is named")
+    func markBeforeName() async throws {
+        let directory = try ContentTransferTests.Directory()
+        let alice = try Node("alice", meshKey: MeshKey.generate(), home: directory.home("alice"))
+        let aliceTask = try await alice.start()
+        defer { aliceTask.cancel() }
+        let bytes = ContentTransferTests.random(40_000)
+        let root = try ContentManifestBuilder.manifest(of: bytes).root
+        // A directory where the mark goes: creating the mark fails (even for root).
+        let contentDirectory = directory.home("alice").appendingPathComponent("content")
+        try FileManager.default.createDirectory(at: contentDirectory.appendingPathComponent("\(root.hex).upload"), withIntermediateDirectories: true)
+        await #expect(throws: ContentServiceError.self) {
+            try await alice.content.importContent(bytes: bytes, mimeType: "application/octet-stream")
+        }
+        #expect(!FileManager.default.fileExists(atPath: contentDirectory.appendingPathComponent(root.hex).path), "the content is not named")
+        #expect(alice.content.status(of: root) != .complete && alice.content.status(of: root) != .awaitingUpload)
     }
 }

@@ -80,6 +80,9 @@ extension ContentService {
                 let root = try ContentStore.Root(manifest.root.bytes)
                 // The manifest first: content is served only with it (a manifest alone is harmless).
                 try self.contentStore.writeManifest(Array(manifest.wire.readableBytesView), for: root)
+                // Then the upload mark, before the name: content named without its mark would
+                // count as uploaded after a crash. A mark whose content is missing goes at start.
+                try self.pendingUploads.add(manifest.root)
                 try importing.finish(as: root, layout: try Self.layout(of: manifest.descriptor))
                 return manifest
             }

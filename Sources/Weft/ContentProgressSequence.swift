@@ -82,6 +82,7 @@ public struct ContentProgressSequence: AsyncSequence, Sendable {
 
         /// Starts following each content part's transfer on the node.
         private mutating func start() {
+            // Bounded: one pending signal at most; the iterator reads the states when woken.
             let (stream, signal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
             following = Following.start(parts: parts, transfers: transfers, signal: signal)
             signals = stream.makeAsyncIterator()

@@ -39,7 +39,8 @@ struct ContentUploadStatusTests {
         let carolIdentity = NodeIdentity.generate()
 
         // One content for bob, who fetches it; one for carol, who is offline.
-        let fetched = try await alice.content.importContent(bytes: ContentTransferTests.random(300_000), mimeType: "application/octet-stream")
+        let fetchedBytes = ContentTransferTests.random(300_000)
+        let fetched = try await alice.content.importContent(bytes: fetchedBytes, mimeType: "application/octet-stream")
         let waiting = try await alice.content.importContent(bytes: ContentTransferTests.random(200_000), mimeType: "application/octet-stream")
         #expect(Self.shown(fetched, on: alice) == .awaitingUpload)
         let withBob = try await alice.client.createConversation(with: [bob.user])
@@ -49,6 +50,12 @@ struct ContentUploadStatusTests {
         try await Harness.eventually("bob holds the content", within: 60) { bob.content.status(of: fetched.root) == .complete }
         try await Harness.eventually("alice sees it uploaded") { Self.shown(fetched, on: alice) == .complete }
         #expect(Self.shown(waiting, on: alice) == .awaitingUpload)
+        // Added again once sent whole: still complete, and not marked as awaiting upload.
+        _ = try await alice.content.importContent(bytes: fetchedBytes, mimeType: "application/octet-stream")
+        #expect(Self.shown(fetched, on: alice) == .complete)
+        try await Harness.eventually("only the unsent content is marked") {
+            try Self.marks(in: directory.home("alice")) == ["\(waiting.root.hex).upload"]
+        }
 
         bobTask.cancel()
         _ = await bobTask.result

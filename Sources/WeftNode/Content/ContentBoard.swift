@@ -10,18 +10,11 @@ import WeftTransfer
 /// Bounded: at most `maxEntries` contents; past it, one that is over (complete or failed) and
 /// watched by nobody is forgotten (its status is then read from the disk again).
 ///
-/// What must outlive the process, content added here and not yet sent whole, it tells in
-/// order to `onUpload` (the service keeps it in `PendingUploads`).
+/// Content added here arrives marked in `PendingUploads` already (the import marks it before
+/// naming it); when such content has been sent whole, the board tells `onSentWhole`, which
+/// removes the mark.
 final class ContentBoard: Sendable {
     static let maxEntries = 4_096
-
-    /// A change of what content added here awaits upload.
-    enum UploadChange: Sendable, Hashable {
-        /// Content added here: no chunk of it sent yet.
-        case added(ContentRoot)
-        /// Every chunk of content added here was sent at least once.
-        case sentWhole(ContentRoot)
-    }
 
     struct Entry {
         var status: ContentTransferStatus
@@ -63,12 +56,12 @@ final class ContentBoard: Sendable {
 
     private let state = Mutex(State())
 
-    /// Told of uploads added and sent whole, in the order they happen: under the lock, so it
-    /// must not block (nor call the board).
-    private let onUpload: @Sendable (UploadChange) -> Void
+    /// Told of content added here once every chunk of it was sent at least once: under the
+    /// lock, so it must not block (nor call the board).
+    private let onSentWhole: @Sendable (ContentRoot) -> Void
 
-    init(onUpload: @escaping @Sendable (UploadChange) -> Void = { _ in }) {
-        self.onUpload = onUpload
+    init(onSentWhole: @escaping @Sendable (ContentRoot) -> Void = { _ in }) {
+        self.onSentWhole = onSentWhole
     }
 
     // MARK: - Reading
@@ -86,6 +79,7 @@ final class ContentBoard: Sendable {
     /// A stream of the content's progress: what is known now, then every change, until the
     /// content is complete or failed. `initial` is what to start from when nothing is known.
     func watch(_ root: ContentRoot, initial: ContentProgress?, isOver: Bool) -> AsyncStream<ContentProgress> {
+        // Bounded: a watcher that reads slowly gets the latest progress, never a backlog.
         let (stream, continuation) = AsyncStream<ContentProgress>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let id = state.withLock { state -> UInt64? in
             if state.isClosed {
@@ -202,16 +196,14 @@ final class ContentBoard: Sendable {
 
     // MARK: - Uploads
 
-    /// Content added here: awaiting upload until a peer fetches a chunk of it.
-    /// - Parameter resumed: it was added before the node restarted, and found not sent whole
-    ///   (`PendingUploads` knows of it already). Its chunks sent before are not known: they
-    ///   count again as peers fetch them.
-    func added(_ descriptor: ContentDescriptor, resumed: Bool = false) {
+    /// Content added here, and marked in `PendingUploads`: awaiting upload until a peer
+    /// fetches a chunk of it. For content added before a restart and found not sent whole, the
+    /// chunks sent before are not known: they count again as peers fetch them.
+    func added(_ descriptor: ContentDescriptor) {
         update(descriptor.root, totalBytes: descriptor.byteCount) { entry in
             guard entry.upload == nil else { return }
             entry.upload = (TransferChunkSet(chunkCount: descriptor.chunkCount), descriptor)
             entry.status = .awaitingUpload
-            if !resumed { onUpload(.added(descriptor.root)) }
         }
     }
 
@@ -226,7 +218,7 @@ final class ContentBoard: Sendable {
             if upload.sent.insert(chunk) {
                 entry.progress.verifiedBytes += UInt64(upload.descriptor.byteCount(ofChunk: chunk) ?? 0)
                 done = upload.sent.isFull
-                if done { onUpload(.sentWhole(root)) }
+                if done { onSentWhole(root) }
             }
             entry.upload = upload
             entry.status = upload.sent.isFull ? .complete : .uploading

@@ -82,7 +82,8 @@ extension ContentService {
                 try self.contentStore.writeManifest(Array(manifest.wire.readableBytesView), for: root)
                 // Then the upload mark, before the name: content named without its mark would
                 // count as uploaded after a crash. A mark whose content is missing goes at start.
-                try self.pendingUploads.add(manifest.root)
+                // Not for content the board follows as an upload already: marked, or sent whole.
+                if !self.board.isUpload(manifest.root) { try self.pendingUploads.mark(manifest.root) }
                 try importing.finish(as: root, layout: try Self.layout(of: manifest.descriptor))
                 return manifest
             }

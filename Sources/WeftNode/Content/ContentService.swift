@@ -77,7 +77,7 @@ public final class ContentService: Sendable {
         self.logger = logger
         let pendingUploads = PendingUploads(directory: contentStore.directory, logger: logger)
         self.pendingUploads = pendingUploads
-        board = ContentBoard(onUpload: { pendingUploads.record($0) })
+        board = ContentBoard(onSentWhole: { pendingUploads.sentWhole($0) })
         // A removal left queued when the service stops still answers whoever waits for it.
         events = DriverQueue(capacity: configuration.maxQueuedEvents) { event in
             switch event {
@@ -236,7 +236,7 @@ public final class ContentService: Sendable {
         var resumed = 0
         for (root, isHeld) in marked {
             if isHeld, let descriptor = await descriptor(of: root) {
-                board.added(descriptor, resumed: true)
+                board.added(descriptor)
                 resumed += 1
             } else {
                 pendingUploads.forget(root)

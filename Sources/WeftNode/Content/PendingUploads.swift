@@ -12,14 +12,13 @@ import WeftModel
 /// Content added on this node whose every chunk has not yet been sent to a peer, remembered
 /// across restarts (SPEC.md §11.2): an empty file `ROOT.upload` in `content/` for each.
 ///
-/// The content service makes the file when content is added and removes it once each chunk
-/// was sent at least once. A node that starts again reports the content it finds marked as
-/// awaiting upload, and counts its chunks sent from there; content held whole without the
-/// file is complete, sent whole or fetched here. Without the file a restart could not tell
-/// the one from the other. (Content added just before a crash may have no file yet: it then
-/// counts as complete.)
+/// The content service makes the file as content is added, before the content takes its name
+/// (`mark`), and removes it once each chunk was sent at least once. A node that starts again
+/// reports the content it finds marked as awaiting upload, and counts its chunks sent from
+/// there; content held whole without the file is complete, sent whole or fetched here.
+/// Without the file a restart could not tell the one from the other.
 ///
-/// `record` takes the board's changes in order, from any thread, and applies them in that
+/// `sentWhole` and `forget` take removals in order, from any thread, and apply them in that
 /// order on NIO's thread pool; every other call blocks on the file system: call it from a
 /// thread pool.
 final class PendingUploads: Sendable {
@@ -28,10 +27,10 @@ final class PendingUploads: Sendable {
     /// The `content/` directory.
     let directory: String
     private let logger: Logger
-    /// Changes not applied yet, in order. A change waits here only until the thread pool job
-    /// submitted with it runs (each job applies all that wait).
-    private let queue = Mutex<[(root: ContentRoot, isPending: Bool)]>([])
-    /// Held while changes are applied: one job at a time, so that they apply in order.
+    /// Marks to remove, in order, not removed yet. One waits here only until the thread pool
+    /// job submitted with it runs (each job removes all that wait), or a `mark` comes first.
+    private let removals = Mutex<[ContentRoot]>([])
+    /// Held while marks are made or removed: one at a time, in the order they were asked for.
     private let applying = Mutex<Void>(())
 
     init(directory: URL, logger: Logger) {
@@ -39,38 +38,45 @@ final class PendingUploads: Sendable {
         self.logger = logger
     }
 
-    /// Applies `change` soon, after those recorded before it. Never blocks.
-    func record(_ change: ContentBoard.UploadChange) {
-        switch change {
-        case .added(let root): enqueue(root, isPending: true)
-        case .sentWhole(let root): enqueue(root, isPending: false)
+    /// Marks `root`, content being added, now (blocks on the file system), after the removals
+    /// asked for before.
+    func mark(_ root: ContentRoot) throws {
+        try applying.withLock { _ in
+            removeQueued()
+            try add(root)
         }
     }
 
-    /// Removes the mark of `root` soon, after the changes recorded before (content marked that
-    /// is no longer held). Never blocks.
-    func forget(_ root: ContentRoot) { enqueue(root, isPending: false) }
+    /// `root` was sent whole: its mark goes soon, after what was asked for before. Never blocks.
+    func sentWhole(_ root: ContentRoot) { enqueueRemoval(root) }
 
-    private func enqueue(_ root: ContentRoot, isPending: Bool) {
-        queue.withLock { $0.append((root, isPending)) }
+    /// Removes the mark of `root` soon, after what was asked for before (content marked that
+    /// is no longer held). Never blocks.
+    func forget(_ root: ContentRoot) { enqueueRemoval(root) }
+
+    private func enqueueRemoval(_ root: ContentRoot) {
+        removals.withLock { $0.append(root) }
         NIOThreadPool.singleton.submit { _ in self.applyRecorded() }
     }
 
-    /// Applies what was recorded and not applied yet, in order (blocks on the file system).
+    /// Removes the marks asked for and not removed yet, in order (blocks on the file system).
     func applyRecorded() {
-        applying.withLock { _ in
-            while let change = queue.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
-                do {
-                    if change.isPending { try add(change.root) } else { try remove(change.root) }
-                } catch {
-                    logger.error("cannot keep what content awaits upload: \(error)")
-                }
+        applying.withLock { _ in removeQueued() }
+    }
+
+    /// With `applying` held.
+    private func removeQueued() {
+        while let root = removals.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
+            do {
+                try remove(root)
+            } catch {
+                logger.error("cannot keep what content awaits upload: \(error)")
             }
         }
     }
 
     /// Marks `root` as not sent whole yet (nothing changes if it is marked already).
-    func add(_ root: ContentRoot) throws {
+    private func add(_ root: ContentRoot) throws {
         let descriptor = open(path(of: root), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw Self.error("create", path(of: root)) }
         close(descriptor)

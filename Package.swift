@@ -64,6 +64,8 @@ let package = Package(
         ),
         // posix_spawn's close-from action (glibc), for SpawnedProcess.
         .systemLibrary(name: "CSpawn"),
+        // copy_file_range (glibc), for ContentFile's copies inside the kernel.
+        .systemLibrary(name: "CFileCopy"),
 
         // MARK: - Libraries
         .target(name: "WeftBytes", dependencies: [.product(name: "NIOCore", package: "swift-nio")]),
@@ -79,7 +81,7 @@ let package = Package(
         .target(
             name: "WeftStore",
             dependencies: [
-                "WeftModel", "WeftCrypto", .product(name: "GRDB", package: "GRDB.swift"),
+                "WeftModel", "WeftCrypto", "CFileCopy", .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for binding the apply path's rows directly (DirectBindings.swift).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
@@ -140,6 +142,7 @@ let package = Package(
             dependencies: [
                 "WeftModel", "WeftStore", "WeftCrypto", "WeftNode", "WeftControl",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

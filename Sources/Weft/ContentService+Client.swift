@@ -1,7 +1,9 @@
 import Foundation
+import NIOPosix
 import WeftControl
 import WeftModel
 import WeftNode
+import WeftStore
 
 // The node's content service as the client and the control protocol use it: it keeps what
 // the local user sends, and fetches, reports and copies out what others send.
@@ -13,18 +15,45 @@ extension ContentService: ContentDownloads {
         _ descriptor: ContentDescriptor, mimeType: String, to path: String, _ emit: @escaping @Sendable (DownloadProgress) async throws -> Void
     ) async throws {
         let root = descriptor.root
-        if contentFile(root) == nil { await download(descriptor, mimeType: mimeType) }
-        // What is known now, then each change, until the content is whole or failed.
-        for await progress in self.progress(of: root) {
-            let status = self.status(of: root)
-            try await emit(DownloadProgress(progress, status: status))
-            if case .failed(let reason) = status { throw ControlFailure(.internalError, "The download failed: \(reason).") }
+        // The copy for `path` is made as chunks are verified, beside the download, so that
+        // little of it is left to make once the content is whole.
+        let export = path.isEmpty ? nil : try await startExport(of: descriptor, to: path)
+        do {
+            if contentFile(root) == nil { await download(descriptor, mimeType: mimeType) }
+            // What is known now, then each change, until the content is whole or failed.
+            for await progress in self.progress(of: root) {
+                let status = self.status(of: root)
+                try await emit(DownloadProgress(progress, status: status))
+                if case .failed(let reason) = status { throw ControlFailure(.internalError, "The download failed: \(reason).") }
+                if let export { try await exporting(to: path) { try export.copyVerified() } }
+            }
+            guard contentFile(root) != nil else {
+                let status = self.status(of: root)
+                throw ControlFailure(.internalError, "The download of \(root.hex.prefix(16)) ended without the whole content (\(status)).")
+            }
+            if let export { try await exporting(to: path) { try export.finish() } }
+        } catch {
+            export?.abandon()
+            throw error
         }
-        guard let file = contentFile(root) else {
-            let status = self.status(of: root)
-            throw ControlFailure(.internalError, "The download of \(root.hex.prefix(16)) ended without the whole content (\(status)).")
+    }
+
+    /// The copy of the content for `path` (see `ContentExport`), its temporary file made.
+    private func startExport(of descriptor: ContentDescriptor, to path: String) async throws -> ContentExport {
+        try await exporting(to: path) {
+            let layout = try ContentStore.Layout(totalSize: descriptor.byteCount, chunkLog: descriptor.chunkLog)
+            return try ContentExport(try ContentStore.Root(descriptor.root.bytes), layout: layout, from: self.contentStore, to: path)
         }
-        if !path.isEmpty { try Self.copy(file, to: path) }
+    }
+
+    /// Runs a step of the copy for `path` on NIO's thread pool (it blocks on the disk); a
+    /// failure is the client's "cannot write" one.
+    private func exporting<T: Sendable>(to path: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        do {
+            return try await NIOThreadPool.singleton.runIfActive(body)
+        } catch let error as ContentStoreError {
+            throw ControlFailure(.storageFailed, "Cannot write \(path): \(error.message)")
+        }
     }
 
     public func state(of descriptor: ContentDescriptor, sentByLocalUser: Bool) -> MessageRecord.ContentState {
@@ -47,51 +76,6 @@ extension ContentService: ContentDownloads {
             ("contentRequestsDropped", counts.requestsDropped), ("downloadsCompleted", counts.downloadsCompleted),
         ].map { ReplicationCounter(name: $0.0, value: UInt64(clamping: $0.1)) }
     }
-
-    /// `file` copied to `path` through a temporary file renamed over it (by the kernel,
-    /// `sendfile`, where it can: no pass through this process's memory).
-    static func copy(_ file: URL, to path: String) throws(ControlFailure) {
-        let target = URL(fileURLWithPath: path)
-        let temporary = target.deletingLastPathComponent().appendingPathComponent(".\(target.lastPathComponent).weft-download")
-        do {
-            try? FileManager.default.removeItem(at: temporary)
-            if !kernelCopy(file.path, to: temporary.path) {
-                try? FileManager.default.removeItem(at: temporary)
-                try FileManager.default.copyItem(at: file, to: temporary)
-            }
-            // The content file is read-only in the store; the copy is the user's.
-            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: temporary.path)
-        } catch {
-            try? FileManager.default.removeItem(at: temporary)
-            throw ControlFailure(.storageFailed, "Cannot write \(path): \(error.localizedDescription)")
-        }
-        guard rename(temporary.path, target.path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            try? FileManager.default.removeItem(at: temporary)
-            throw ControlFailure(.storageFailed, "Cannot write \(path): \(reason).")
-        }
-    }
-}
-
-/// Copies `source` to a new file `target` with `sendfile` (a copy inside the kernel); false
-/// (leaving whatever it wrote, for the caller to remove) where the kernel or file system cannot.
-private func kernelCopy(_ source: String, to target: String) -> Bool {
-    let input = open(source, O_RDONLY | O_CLOEXEC)
-    guard input >= 0 else { return false }
-    defer { close(input) }
-    let output = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-    guard output >= 0 else { return false }
-    defer { close(output) }
-    var info = stat()
-    guard fstat(input, &info) == 0 else { return false }
-    var left = Int(info.st_size)
-    while left > 0 {
-        let copied = sendfile(output, input, nil, min(left, 1 << 30))
-        if copied < 0 && errno == EINTR { continue }
-        guard copied > 0 else { return false }
-        left -= copied
-    }
-    return true
 }
 
 extension DownloadProgress {

@@ -1,3 +1,4 @@
+import CFileCopy
 import Foundation
 
 /// One open file of the content store (a partial file, a journal, a complete file), closed when
@@ -114,6 +115,44 @@ final class ContentFile: Sendable {
 
     func write(_ bytes: [UInt8], at offset: Int) throws {
         try bytes.withUnsafeBytes { try write($0, at: offset) }
+    }
+
+    /// Copies `count` bytes from `offset` of this file to `output` at `outputOffset`, inside
+    /// the kernel (`copy_file_range`: the bytes never pass through this process) where it can,
+    /// else through a buffer. Throws if this file ends first.
+    func copy(count: Int, from offset: Int, to output: ContentFile, at outputOffset: Int) throws {
+        var done = 0
+        while done < count {
+            var input = off_t(offset + done), target = off_t(outputOffset + done)
+            let copied = weft_copy_file_range(descriptor, &input, output.descriptor, &target, count - done)
+            if copied > 0 {
+                done += copied
+                continue
+            }
+            if copied == 0 {
+                throw ContentStoreError(.fileSystem, "\(path) ends at byte \(offset + done), before the \(count) bytes copied from \(offset).")
+            }
+            switch errno {
+            case EINTR: continue
+            // Files the kernel cannot copy between (other file systems, old kernels).
+            case EXDEV, ENOSYS, EINVAL, EOPNOTSUPP:
+                return try copyThroughBuffer(count: count - done, from: offset + done, to: output, at: outputOffset + done)
+            case let failure: throw ContentFile.error("copy from", path, failure)
+            }
+        }
+    }
+
+    private func copyThroughBuffer(count: Int, from offset: Int, to output: ContentFile, at outputOffset: Int) throws {
+        let step = min(count, 1 << 20)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: step, alignment: 16)
+        defer { buffer.deallocate() }
+        var done = 0
+        while done < count {
+            let part = UnsafeMutableRawBufferPointer(rebasing: buffer.prefix(min(step, count - done)))
+            try read(exactly: part, at: offset + done)
+            try output.write(UnsafeRawBufferPointer(part), at: outputOffset + done)
+            done += part.count
+        }
     }
 
     // MARK: - Size and durability

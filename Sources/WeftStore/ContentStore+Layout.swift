@@ -101,16 +101,21 @@ extension ContentStore {
         /// Where chunk `index` starts in the content.
         func offset(ofChunk index: Int) -> Int { index << Int(chunkLog) }
 
-        /// The bytes chunks `range` hold: throws unless the range is inside the content and
-        /// holds at most `ContentStore.maxReadByteCount` bytes.
-        func checkRead(_ range: Range<Int>, of root: Root) throws -> Int {
+        /// Where chunks `range` lie in the content, in bytes: throws unless the range is inside it.
+        func bytes(ofChunks range: Range<Int>, of root: Root) throws -> Range<Int> {
             guard range.lowerBound >= 0, range.upperBound <= chunkCountValue else {
                 throw ContentStoreError(
                     .chunkOutOfRange, "Chunks \(range.lowerBound)..<\(range.upperBound) are not all among the \(chunkCount) of content \(root).")
             }
-            guard !range.isEmpty else { return 0 }
+            guard !range.isEmpty else { return 0..<0 }
             let end = range.upperBound == chunkCountValue ? Int(totalSize) : offset(ofChunk: range.upperBound)
-            let byteCount = end - offset(ofChunk: range.lowerBound)
+            return offset(ofChunk: range.lowerBound)..<end
+        }
+
+        /// The bytes chunks `range` hold: throws unless the range is inside the content and
+        /// holds at most `ContentStore.maxReadByteCount` bytes.
+        func checkRead(_ range: Range<Int>, of root: Root) throws -> Int {
+            let byteCount = try bytes(ofChunks: range, of: root).count
             guard byteCount <= ContentStore.maxReadByteCount else {
                 throw ContentStoreError(
                     .readTooLarge, "A read of \(byteCount) bytes is over the \(ContentStore.maxReadByteCount) one read returns.")

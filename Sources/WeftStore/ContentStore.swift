@@ -76,12 +76,7 @@ public final class ContentStore: Sendable {
                 return .partial(handle)
             }
             let paths = Paths(directory: directory.path, root: root)
-            if let file = try ContentFile.openForReading(paths.complete) {
-                let size = try file.size()
-                guard size == Int(layout.totalSize) else {
-                    throw ContentStoreError(
-                        .conflictingLayout, "Content \(root) is held complete with \(size) bytes, not the \(layout.totalSize) asked for.")
-                }
+            if try openComplete(root, layout: layout) != nil {
                 // A crash after the rename that completed it may have left its journal.
                 let leftovers = try [paths.partial, paths.journal].filter { try ContentFile.remove($0) }
                 if !leftovers.isEmpty { try ContentFile.syncDirectory(paths.directory) }
@@ -122,12 +117,7 @@ public final class ContentStore: Sendable {
             }
         }
         let paths = Paths(directory: directory.path, root: root)
-        if let file = try ContentFile.openForReading(paths.complete) {
-            let size = try file.size()
-            guard size == Int(layout.totalSize) else {
-                throw ContentStoreError(
-                    .conflictingLayout, "Content \(root) is held complete with \(size) bytes, not the \(layout.totalSize) asked for.")
-            }
+        if let file = try openComplete(root, layout: layout) {
             return try file.read(
                 exactly: UnsafeMutableRawBufferPointer(rebasing: buffer.prefix(byteCount)), at: layout.offset(ofChunk: chunks.lowerBound))
         }
@@ -138,6 +128,37 @@ public final class ContentStore: Sendable {
         case .complete: return try read(root, layout: layout, chunks: chunks, into: buffer)
         case .partial(let handle): return try handle.read(chunks: chunks, into: buffer)
         }
+    }
+
+    /// Copies chunks `chunks` of the content named `root` to the same place in `output`, from
+    /// the complete file or, for content still arriving, if every one of them is verified
+    /// (`.chunkMissing` if not; `.notHeld` if the content is neither open nor complete).
+    func copy(_ root: Root, layout: Layout, chunks: Range<Int>, to output: ContentFile) throws {
+        if let handle = openPartials.handles.withLock({ $0[root] }) {
+            guard handle.layout == layout else { throw conflicting(root, held: handle.layout, asked: layout) }
+            do {
+                return try handle.copy(chunks: chunks, to: output)
+            } catch let error as ContentStoreError where error.code == .closed {
+                // Completed or closed meanwhile: copy from what is on disk now.
+            }
+        }
+        let bytes = try layout.bytes(ofChunks: chunks, of: root)
+        guard let file = try openComplete(root, layout: layout) else {
+            throw ContentStoreError(.notHeld, "Content \(root) is not held complete, and not open.")
+        }
+        try file.copy(count: bytes.count, from: bytes.lowerBound, to: output, at: bytes.lowerBound)
+    }
+
+    /// The complete file of the content named `root`, if the store holds it complete; throws
+    /// `.conflictingLayout` if it does with another size than `layout`'s.
+    private func openComplete(_ root: Root, layout: Layout) throws -> ContentFile? {
+        guard let file = try ContentFile.openForReading(Paths(directory: directory.path, root: root).complete) else { return nil }
+        let size = try file.size()
+        guard size == Int(layout.totalSize) else {
+            throw ContentStoreError(
+                .conflictingLayout, "Content \(root) is held complete with \(size) bytes, not the \(layout.totalSize) asked for.")
+        }
+        return file
     }
 
     // MARK: - What is held

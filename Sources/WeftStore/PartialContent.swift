@@ -364,6 +364,18 @@ public final class PartialContent: Sendable {
         try data.read(exactly: UnsafeMutableRawBufferPointer(rebasing: buffer.prefix(byteCount)), at: layout.offset(ofChunk: chunks.lowerBound))
     }
 
+    /// Copies chunks `chunks`, every one verified (else `.chunkMissing`), to the same place in
+    /// `output`, inside the kernel where it can. Works after `complete()` too.
+    func copy(chunks: Range<Int>, to output: ContentFile) throws {
+        let bytes = try layout.bytes(ofChunks: chunks, of: root)
+        let (data, missing) = readable.withLock { ($0.data, $0.verified.firstMissing(in: chunks)) }
+        guard let data else { throw closedError() }
+        if let missing {
+            throw ContentStoreError(.chunkMissing, "Chunk \(missing) of content \(root) is not verified.")
+        }
+        try data.copy(count: bytes.count, from: bytes.lowerBound, to: output, at: bytes.lowerBound)
+    }
+
     // MARK: - Completing and closing
 
     /// Once every chunk is verified: syncs the partial file, renames it to the root's name,

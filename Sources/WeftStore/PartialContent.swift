@@ -10,7 +10,8 @@ import Synchronization
 /// both. Durability against a power loss comes in the background: once `syncByteLimit` chunk
 /// bytes were written since the last sync began, a job on the store's sync queue syncs the
 /// partial file's data (`fdatasync`), then appends a sync mark naming the chunk records it
-/// covers and syncs the journal. Opening trusts the records a sync mark covers and checks the
+/// covers and syncs the journal; the synced chunks' pages then leave the page cache, for the
+/// chunks still to come to use. Opening trusts the records a sync mark covers and checks the
 /// others against their chunk's bytes, so a record never makes the node serve bytes it did not
 /// verify, and a transfer killed half way loses nothing it had written.
 ///
@@ -318,6 +319,9 @@ public final class PartialContent: Sendable {
     private func sync(_ data: ContentFile, _ journal: ContentFile, covering covered: Int) throws {
         guard covered > writer.withLock({ $0.syncedCount }) else { return }
         try data.syncData()
+        // Chunks are read again only when served or copied out (mostly at once, before this
+        // sync): their pages are worth more to the chunks still to come.
+        data.dropCachedPages()
         let marked = try writer.withLock { writer -> Bool in
             guard writer.phase == .open, writer.journal === journal, writer.broken == nil else { return false }
             try append(ChunkJournal.syncMark(covering: covered), to: journal, &writer)

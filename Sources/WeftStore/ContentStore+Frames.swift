@@ -8,14 +8,16 @@ extension ContentStore {
     /// The frames kept of `root` (a content of `chunkCount` chunks), opened or, if `create`,
     /// created; nil if there are none and `create` is false. Kept open for later calls.
     public func frames(of root: Root, chunkCount: Int, create: Bool) throws -> ContentFrames? {
-        if let open = openFrames.files.withLock({ $0[root] }), open.chunkCount == chunkCount { return open }
-        let paths = Paths(directory: directory.path, root: root)
-        guard let frames = try ContentFrames.open(paths.frames, root: root, chunkCount: chunkCount, create: create) else { return nil }
-        openFrames.files.withLock { files in
+        // Opened under the lock: chunks verified at once on two threads must not both open the
+        // file, or each would start it afresh or append at the same place, losing a frame.
+        try openFrames.files.withLock { files in
+            if let open = files[root], open.chunkCount == chunkCount { return open }
+            let paths = Paths(directory: directory.path, root: root)
+            guard let frames = try ContentFrames.open(paths.frames, root: root, chunkCount: chunkCount, create: create) else { return nil }
             if files.count >= OpenFrames.limit { files.removeAll() }
             files[root] = frames
+            return frames
         }
-        return frames
     }
 
     /// Forgets the open frames of `root` (its files are being removed or replaced).

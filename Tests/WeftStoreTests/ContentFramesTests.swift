@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import WeftStore
 
@@ -34,6 +35,29 @@ struct ContentFramesTests {
         try second.withUnsafeBytes { try again.keep($0, of: 7) }
         #expect(try again.kept(7) == .frame(second))
         #expect(try again.kept(2) == .frame(frame))
+    }
+
+    @Test("the first frames of a content, kept on several threads at once, are all kept: the file is opened once")
+    func firstFramesAtOnce() throws {
+        let home = try TemporaryDirectory()
+        let store = try ContentStore(directory: home.url)
+        for seed in 1...40 {
+            let content = try SampleContent(size: 8 * 1024, seed: UInt8(seed))
+            let failures = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 8) { index in
+                do {
+                    let frames = try #require(try store.frames(of: content.root, chunkCount: 8, create: true))
+                    try Self.compressedFrame(UInt8(index), count: 100 + index).withUnsafeBytes { try frames.keep($0, of: index) }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+            #expect(failures.withLock { $0 }.isEmpty)
+            let frames = try #require(try ContentStore(directory: home.url).frames(of: content.root, chunkCount: 8, create: false))
+            for index in 0..<8 {
+                #expect(try frames.kept(index) == .frame(Self.compressedFrame(UInt8(index), count: 100 + index)), "content \(seed), chunk \(index)")
+            }
+        }
     }
 
     @Test("a frame or entry a crash tore reads as nil (the chunk is encoded again); a file for another content starts afresh")

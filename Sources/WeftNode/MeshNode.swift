@@ -39,6 +39,9 @@ public final class MeshNode: Service, Sendable {
         /// announced at the host it connected from, and the address this node dialed to reach
         /// it (nil for an inbound connection). The daemon remembers it across restarts.
         public var addressAnnounced: (@Sendable (_ user: PublicIdentity, _ address: PeerAddress, _ dialed: PeerAddress?) -> Void)?
+        /// Where every connection writes the secrets that decrypt its traffic (SPEC.md §18),
+        /// for `weft dump`; none by default (the daemon sets one only for `WEFT_KEYLOG`).
+        public var keyLog: (any KeyLog)?
 
         public init(
             identity: NodeIdentity, meshKey: MeshKey, displayName: String,
@@ -130,6 +133,7 @@ public final class MeshNode: Service, Sendable {
             identity: configuration.identity, meshKey: configuration.meshKey,
             displayName: configuration.displayName, policy: configuration.policy)
         channelConfiguration.features = configuration.features
+        channelConfiguration.keyLog = configuration.keyLog
         self.channelConfiguration = channelConfiguration
         let eventChannel = AsyncChannel<NodeEvent>()
         self.eventChannel = eventChannel

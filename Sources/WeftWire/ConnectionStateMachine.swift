@@ -42,6 +42,9 @@ public struct ConnectionStateMachine: Sendable {
         /// Where handshakes draw their ephemeral keys: libsodium's CSPRNG on a node, a
         /// `SeededRandomSource` in a simulation, so the same seeds give the same bytes.
         public var random: any RandomSource
+        /// Where each connection writes the secrets that decrypt it (SPEC.md §18), for
+        /// inspection tools; none by default, and none should be set otherwise.
+        public var keyLog: (any KeyLog)?
         /// The Noise static key, derived from `identity` once rather than per connection.
         let staticKey: X25519KeyPair
 
@@ -293,7 +296,7 @@ public struct ConnectionStateMachine: Sendable {
                 protocolName: WireConstants.noiseProtocolName, role: role == .initiator ? .initiator : .responder,
                 prologue: prologue, localStatic: configuration.staticKey,
                 preSharedKeys: [configuration.meshKey.secret], random: configuration.random,
-                fixedEphemeral: fixedEphemeral)
+                fixedEphemeral: fixedEphemeral, recordsSecrets: configuration.keyLog != nil)
         } catch {
             // Only a protocol name or key this build does not support gets here: our fault,
             // not the peer's, but it ends this connection and not the node.
@@ -352,12 +355,14 @@ public struct ConnectionStateMachine: Sendable {
             // responder's first record proves it accepted the mesh key.
             guard writeHandshakeMessage(&handshake, payload: configuration.localInfo.bytes, into: &output) else { return false }
             let (send, receive) = handshake.split()
+            logSecrets(of: handshake)
             state = .established(Established(
                 codec: TransportCodec(send: send, receive: receive), peer: peer, confirmed: false,
                 handshakeDeadline: deadline, lastReceived: now, lastSent: now, lastRekey: now))
         default:
             guard let peer = verifiedPeer(payload, handshake: handshake, into: &output) else { return false }
             let (send, receive) = handshake.split()
+            logSecrets(of: handshake)
             state = .established(Established(
                 codec: TransportCodec(send: send, receive: receive), peer: peer, confirmed: true,
                 handshakeDeadline: deadline, lastReceived: now, lastSent: now, lastRekey: now))
@@ -369,6 +374,14 @@ public struct ConnectionStateMachine: Sendable {
             seal(.ping(0), now: now, into: &output)
         }
         return true
+    }
+
+    /// Writes the session's secrets to the key log, if the configuration has one (§18).
+    private func logSecrets(of handshake: NoiseHandshake) {
+        guard let keyLog = configuration.keyLog, let secrets = handshake.sessionSecrets(),
+            let ephemeral = role == .initiator ? handshake.localEphemeralKey : handshake.remoteEphemeralKey
+        else { return }
+        keyLog.record(KeyLogEntry(initiatorEphemeral: ephemeral, secrets: secrets))
     }
 
     private var currentEstablished: Established {

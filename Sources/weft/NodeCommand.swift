@@ -74,6 +74,8 @@ struct NodeCommand: AsyncCommand {
         bootstrapLogging(level: logLevel)
         HeapTrim.keepFreedBuffers()
         let logger = Logger(label: "weft.node")
+        // First of all: a key log that cannot be opened is the one sentence this command says.
+        let keyLog = try openKeyLog()
         if discovery == nil, !discoveryIsOn, let listen {
             warn("LAN discovery is off: \(listen.host) is loopback, which nobody on the LAN can dial (listen on 0.0.0.0 or a LAN address to be found)")
         }
@@ -97,6 +99,7 @@ struct NodeCommand: AsyncCommand {
             timeToLive: .seconds(timeToLive), retentionDays: retentionDays,
             discoveryInterfaces: discoveryIsOn ? discoveryInterfaces : nil)
         configuration.content = content.configuration
+        configuration.node.keyLog = keyLog
         let daemon = try NodeDaemon(
             configuration: configuration, lock: lock, logger: logger,
             onReady: { address in say("listening on \(address)") })
@@ -105,6 +108,19 @@ struct NodeCommand: AsyncCommand {
         let services = ServiceGroup(
             configuration: .init(services: [daemon], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await services.run()
+    }
+}
+
+/// The key log `WEFT_KEYLOG` names (SPEC.md §18), with a warning on every start that anyone
+/// who reads it can decrypt this node's traffic; nil when the variable is unset or empty.
+private func openKeyLog() throws -> KeyLogFile? {
+    guard let path = ProcessInfo.processInfo.environment[KeyLogFile.environmentVariable], !path.isEmpty else { return nil }
+    do {
+        let file = try KeyLogFile(path: path)
+        warn("\(KeyLogFile.environmentVariable) is set: writing the secrets of every connection to \(path); anyone who can read it can decrypt this node's traffic")
+        return file
+    } catch {
+        throw CLIError("\(error)")
     }
 }
 

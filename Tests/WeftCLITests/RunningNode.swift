@@ -22,9 +22,12 @@ final class RunningNode: @unchecked Sendable {
     /// Starts `weft node` and waits until it prints its address (in `namespace`, if given,
     /// listening on `listen` there; its home and control socket stay on the shared file system).
     /// Discovery stays off unless asked for: only a namespace's node may multicast.
-    func start(_ extra: [String] = [], listen: String = "127.0.0.1:0", namespace: String? = nil, discovery: Bool = false) async throws {
+    func start(
+        _ extra: [String] = [], listen: String = "127.0.0.1:0", namespace: String? = nil, discovery: Bool = false,
+        environment: [String: String] = [:]
+    ) async throws {
         let arguments = ["node", "--home", home, "--listen", listen, "--discovery", discovery ? "on" : "off", "--log-level", "info"]
-        let child = try ChildProcess(arguments + extra, namespace: namespace)
+        let child = try ChildProcess(arguments + extra, environment: environment, namespace: namespace)
         process = child
         let output = try await child.waitFor("listening on ")
         address = String(try #require(lines(output).first { $0.hasPrefix("listening on ") }).dropFirst("listening on ".count))

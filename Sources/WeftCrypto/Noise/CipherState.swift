@@ -33,6 +33,11 @@ public final class CipherState: Sendable {
     /// The next nonce to use.
     public var nonce: UInt64 { keying.withLock { $0.nonce } }
 
+    /// The key's bytes, for a key log (SPEC.md §18) only; nil without a key.
+    func keyBytes() -> [UInt8]? {
+        keying.withLock { $0.key?.withUnsafeBytes { [UInt8]($0) } }
+    }
+
     /// Noise's SetNonce; used by tests and by nothing on the wire.
     public func setNonce(_ n: UInt64) { keying.withLock { $0.nonce = n } }
 

@@ -33,7 +33,7 @@ public struct NoiseHandshake: Sendable {
         protocolName: String, role: Role, prologue: [UInt8],
         localStatic: X25519KeyPair? = nil, remoteStaticKey: [UInt8]? = nil,
         preSharedKeys: [SecureBytes] = [], random: any RandomSource = SystemRandomSource(),
-        fixedEphemeral: X25519KeyPair? = nil
+        fixedEphemeral: X25519KeyPair? = nil, recordsSecrets: Bool = false
     ) throws(WeftCryptoError) {
         let parts = protocolName.split(separator: "_", maxSplits: 2)
         guard parts.count == 3, parts[0] == "Noise", parts[2] == Self.suite,
@@ -48,6 +48,7 @@ public struct NoiseHandshake: Sendable {
         self.preSharedKeys = preSharedKeys
         self.random = random
         self.symmetric = SymmetricState(protocolName: protocolName)
+        symmetric.recordsSecrets = recordsSecrets
         symmetric.mixHash(prologue)
 
         // Pre-messages: the initiator's keys first, then the responder's (§7.1). Only static
@@ -163,6 +164,19 @@ public struct NoiseHandshake: Sendable {
         return role == .initiator
             ? (initiatorToResponder, responderToInitiator)
             : (responderToInitiator, initiatorToResponder)
+    }
+
+    /// The ephemeral public key this side sent, once it has.
+    public var localEphemeralKey: [UInt8]? { localEphemeral?.publicKey }
+
+    /// What a key log keeps of this session (see `NoiseSessionSecrets`): nil unless the
+    /// handshake was made with `recordsSecrets` and is complete.
+    public func sessionSecrets() -> NoiseSessionSecrets? {
+        guard symmetric.recordsSecrets, isComplete else { return nil }
+        let (initiatorToResponder, responderToInitiator) = symmetric.splitKeys()
+        return NoiseSessionSecrets(
+            fields: symmetric.fieldSecrets, initiatorToResponder: initiatorToResponder.withUnsafeBytes { [UInt8]($0) },
+            responderToInitiator: responderToInitiator.withUnsafeBytes { [UInt8]($0) })
     }
 
     // MARK: - DH tokens

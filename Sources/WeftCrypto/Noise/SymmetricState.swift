@@ -3,6 +3,10 @@ struct SymmetricState: Sendable {
     private(set) var chainingKey: SecureBytes
     private(set) var handshakeHash: [UInt8]
     private(set) var cipher = CipherState()
+    /// Whether each encrypted field's key, nonce and associated data are kept in
+    /// `fieldSecrets`, for a key log.
+    var recordsSecrets = false
+    private(set) var fieldSecrets: [NoiseSessionSecrets.Field] = []
 
     init(protocolName: String) {
         let name = Array(protocolName.utf8)
@@ -38,23 +42,34 @@ struct SymmetricState: Sendable {
     var hasKey: Bool { cipher.hasKey }
 
     mutating func encryptAndHash(_ plaintext: [UInt8]) throws(WeftCryptoError) -> [UInt8] {
+        recordField()
         let ciphertext = try cipher.encrypt(associatedData: handshakeHash, plaintext: plaintext)
         mixHash(ciphertext)
         return ciphertext
     }
 
     mutating func decryptAndHash(_ ciphertext: [UInt8]) throws(WeftCryptoError) -> [UInt8] {
+        recordField()
         let plaintext = try cipher.decrypt(associatedData: handshakeHash, ciphertext: ciphertext)
         mixHash(ciphertext)
         return plaintext
     }
 
+    /// Keeps what opening the field about to be sealed or opened takes, if asked to.
+    private mutating func recordField() {
+        guard recordsSecrets, let key = cipher.keyBytes() else { return }
+        fieldSecrets.append(NoiseSessionSecrets.Field(key: key, nonce: cipher.nonce, associatedData: handshakeHash))
+    }
+
     /// The two transport CipherStates: the first for initiator-to-responder.
     func split() -> (CipherState, CipherState) {
+        let (initiatorToResponder, responderToInitiator) = splitKeys()
+        return (CipherState(key: initiatorToResponder), CipherState(key: responderToInitiator))
+    }
+
+    /// The two transport keys `split()` makes its CipherStates with.
+    func splitKeys() -> (SecureBytes, SecureBytes) {
         let out = BLAKE2b.hkdf(chainingKey: chainingKey, inputKeyMaterial: [UInt8](), outputs: 2)
-        return (
-            CipherState(key: out[0].prefix(CipherState.keyByteCount)),
-            CipherState(key: out[1].prefix(CipherState.keyByteCount))
-        )
+        return (out[0].prefix(CipherState.keyByteCount), out[1].prefix(CipherState.keyByteCount))
     }
 }

@@ -86,6 +86,8 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),
+        // Captures read for `weft dump`: pcap and pcapng files, IP, TCP reassembly (sans-I/O).
+        .target(name: "WeftCapture"),
         .target(
             name: "WeftWire",
             dependencies: [
@@ -183,6 +185,7 @@ let package = Package(
         .testTarget(name: "WeftBytesTests", dependencies: ["WeftBytes", .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "WeftCryptoTests", dependencies: ["WeftCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "WeftCompressionTests", dependencies: ["WeftCompression"]),
+        .testTarget(name: "WeftCaptureTests", dependencies: ["WeftCapture"]),
         .testTarget(name: "WeftDiscoveryTests", dependencies: ["WeftDiscovery", "WeftCrypto"]),
         .testTarget(name: "WeftModelTests", dependencies: ["WeftModel", "WeftCrypto"]),
         .testTarget(

@@ -101,6 +101,14 @@ let package = Package(
             // WeftTransfer for the content-transfer messages' manifests and chunks (§17.8).
             dependencies: ["WeftWire", "WeftModel", "WeftCompression", "WeftTransfer", .product(name: "NIOCore", package: "swift-nio")]
         ),
+        // weft dump's decoding: captured connections through the node's own decoders.
+        .target(
+            name: "WeftDump",
+            dependencies: [
+                "WeftCapture", "WeftWire", "WeftSync", "WeftModel", "WeftCrypto", "WeftTransfer",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         /// Rich content (SPEC.md §17): the chunking rule, the hash tree, manifests, chunk frames
         /// and chunk messages, and the scheduler that decides which chunk to ask which peer for
         /// (§17.7); no sockets, no files, no clock.
@@ -186,6 +194,10 @@ let package = Package(
         .testTarget(name: "WeftCryptoTests", dependencies: ["WeftCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "WeftCompressionTests", dependencies: ["WeftCompression"]),
         .testTarget(name: "WeftCaptureTests", dependencies: ["WeftCapture"]),
+        .testTarget(
+            name: "WeftDumpTests",
+            dependencies: ["WeftDump", "WeftCapture", "WeftWire", "WeftCrypto", .product(name: "NIOCore", package: "swift-nio")]
+        ),
         .testTarget(name: "WeftDiscoveryTests", dependencies: ["WeftDiscovery", "WeftCrypto"]),
         .testTarget(name: "WeftModelTests", dependencies: ["WeftModel", "WeftCrypto"]),
         .testTarget(

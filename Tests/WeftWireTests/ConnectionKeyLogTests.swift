@@ -145,6 +145,25 @@ struct ConnectionKeyLogTests {
         #expect(try open(message3.dropFirst(48), with: fields[4]) == payload3)
     }
 
+    @Test("key log text reads back into the entries it was written from; comments, blank lines and unknown labels are skipped, a damaged line is named by its number")
+    func parse() throws {
+        let field = { (byte: UInt8, nonce: UInt64) in
+            NoiseSessionSecrets.Field(key: [UInt8](repeating: byte, count: 32), nonce: nonce, associatedData: [UInt8](repeating: ~byte, count: 64))
+        }
+        let entries = (1...2).map { (n: UInt8) in
+            KeyLogEntry(
+                initiatorEphemeral: [UInt8](repeating: n, count: 32),
+                secrets: NoiseSessionSecrets(
+                    fields: (0..<5).map { field(n &* 16 &+ UInt8($0), UInt64($0 % 2)) }, initiatorToResponder: [UInt8](repeating: 0xa0 + n, count: 32),
+                    responderToInitiator: [UInt8](repeating: 0xb0 + n, count: 32)))
+        }
+        var lines = ["# written by a test", ""] + entries[0].lines + ["SOMETHING_NEWER ab cd"] + entries[1].lines
+        lines.insert("WEFT_TRANSPORT 12 34", at: 4)
+        let (parsed, problems) = KeyLogEntry.parse(lines.joined(separator: "\n") + "\n")
+        #expect(parsed == [entries[0].initiatorEphemeral: entries[0], entries[1].initiatorEphemeral: entries[1]])
+        #expect(problems.map(\.line) == [5])
+    }
+
     @Test("the entry as key log lines: one per handshake field, then the transport keys, in lowercase hex")
     func lines() throws {
         let field = { (byte: UInt8, nonce: UInt64) in

@@ -105,7 +105,7 @@ let package = Package(
         .target(
             name: "WeftDump",
             dependencies: [
-                "WeftCapture", "WeftWire", "WeftSync", "WeftModel", "WeftCrypto", "WeftTransfer",
+                "WeftCapture", "WeftWire", "WeftSync", "WeftModel", "WeftCrypto", "WeftTransfer", "WeftDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
@@ -176,6 +176,7 @@ let package = Package(
                 "WeftWire",
                 "WeftNode",
                 "WeftStore",
+                "WeftDump",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -247,7 +248,7 @@ let package = Package(
         .testTarget(
             name: "WeftCLITests",
             dependencies: [
-                "WeftCrypto", "WeftControl", "WeftModel", "WeftNode", "WeftDiscovery",
+                "WeftCrypto", "WeftControl", "WeftModel", "WeftNode", "WeftDiscovery", "WeftStore",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),

@@ -11,7 +11,7 @@ struct WeftCommand: ParsableCommand {
         subcommands: [
             InitCommand.self, IdCommand.self, NodeCommand.self, ConvCommand.self, SendCommand.self, MessagesCommand.self,
             ReadCommand.self, DownloadCommand.self, WaitCommand.self, WatchCommand.self, PeersCommand.self, ConnectCommand.self, DisconnectCommand.self,
-            StatusCommand.self, DemoCommand.self,
+            StatusCommand.self, DemoCommand.self, DumpCommand.self,
         ]
     )
 }

@@ -1,0 +1,116 @@
+import Foundation
+import Testing
+import WeftCrypto
+import WeftModel
+import WeftStore
+
+/// Why captures cannot be made here (nil when they can): tcpdump needs root and the binary.
+let captureUnavailable: String? = {
+    if getuid() != 0 { return "weft dump's capture tests skipped: tcpdump needs root" }
+    if !FileManager.default.isExecutableFile(atPath: "/usr/bin/tcpdump") {
+        return "weft dump's capture tests skipped: /usr/bin/tcpdump is missing (Tools/install-test-deps installs it)"
+    }
+    return nil
+}()
+
+/// tcpdump capturing loopback traffic on some ports into a pcap file, stopped by `stop()`.
+final class LoopbackCapture {
+    let file: String
+    private let process: ChildProcess
+
+    init(_ file: String, filter: String) async throws {
+        self.file = file
+        process = try ChildProcess(["-i", "lo", "-U", "-w", file, filter], executable: URL(fileURLWithPath: "/usr/bin/tcpdump"))
+        try await process.waitFor("listening on", inStderr: true)
+    }
+
+    /// SIGTERM; tcpdump writes what it has and exits.
+    func stop() async throws {
+        process.terminate()
+        _ = try await process.wait()
+    }
+}
+
+/// The JSON records `weft dump --json` printed.
+func dumpRecords(_ output: String) -> [[String: Any]] {
+    lines(output).compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+}
+
+@Suite(
+    "weft dump on a real capture of two nodes", .serialized, .timeLimit(.minutes(3)),
+    .enabled(if: captureUnavailable == nil, "\(captureUnavailable ?? "")"))
+struct DumpCaptureTests {
+    @Test("two nodes, one with WEFT_KEYLOG, captured by tcpdump while they make a conversation, messages, receipts and a rich-content part: weft dump decodes exactly the operations the nodes hold, with valid signatures, and the chunks with their hash check")
+    func captureOfTwoNodes() async throws {
+        let dir = try TemporaryDirectory()
+        let keyLog = dir.path("keys.log")
+        let bob = try await RunningNode(dir, "bob")
+        let alice = try await RunningNode(dir, "alice", meshKeyFrom: bob)
+        try await bob.start()
+        defer { bob.process?.terminate() }
+        let port = try #require(bob.address.split(separator: ":").last)
+        let capture = try await LoopbackCapture(dir.path("weft.pcap"), filter: "tcp port \(port)")
+        try await alice.start(["--peer", bob.address], environment: ["WEFT_KEYLOG": keyLog])
+        defer { alice.process?.terminate() }
+        try await eventually("alice meets bob") { try await alice.ok("peers").hasPrefix("bob  ") }
+
+        let conversation = try await alice.ok("conv new", arguments: ["bob"])
+        let first = try await alice.ok("send", arguments: [conversation, "--text", "hello bob"])
+        let file = dir.path("notes.txt")
+        try Data((0..<4_000).map { "note \($0): bring the maps\n" }.joined().utf8).write(to: URL(fileURLWithPath: file))
+        let second = try await alice.ok("send", arguments: [conversation, "--text", "notes attached", "--file", "\(file):text/plain"])
+        _ = try await bob.ok("wait", arguments: [second])
+        _ = try await bob.ok("download", arguments: [second, "--out", dir.path("received.txt")])
+        _ = try await bob.ok("read", arguments: [first])
+        // Bob's read receipt reaches alice: every operation has crossed.
+        try await eventually("alice sees bob's read receipt") {
+            let messages = try await alice.json("msgs", arguments: [conversation]) as? [[String: Any]] ?? []
+            return messages.contains { message in
+                message["id"] as? String == first
+                    && (message["recipients"] as? [[String: Any]] ?? []).contains { $0["status"] as? String == "read" }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(300))  // the last acknowledgements, for a clean end
+        #expect(try await alice.stop() == 0)
+        #expect(try await bob.stop() == 0)
+        try await capture.stop()
+
+        let result = try await weft("dump", capture.file, "--keylog", keyLog, "--json")
+        #expect(result.status == 0, "\(result.stderr)")
+        let records = dumpRecords(result.stdout)
+        #expect(!records.contains { $0["kind"] as? String == "problem" }, "\(records.filter { $0["kind"] as? String == "problem" })")
+        let handshakes = records.filter { $0["kind"] as? String == "handshake" }
+        #expect(Set(handshakes.compactMap { $0["displayName"] as? String }) == ["alice", "bob"])
+
+        var decoded: [String: [String: Any]] = [:]
+        for record in records where record["message"] as? String == "OPERATIONS" {
+            for operation in record["operations"] as? [[String: Any]] ?? [] {
+                #expect(operation["signatureValid"] as? Bool == true)
+                if let id = operation["id"] as? String { decoded[id] = operation }
+            }
+        }
+        let chunks = records.filter { $0["message"] as? String == "CHUNK" }
+        #expect(!chunks.isEmpty && chunks.allSatisfy { $0["hashCheck"] as? String == "ok" }, "\(chunks)")
+
+        // What the nodes hold, from their stores now that they stopped.
+        let conversationID = try #require(ConversationID(bytes: hexBytes(conversation)))
+        for node in [alice, bob] {
+            let store = try Store(directory: URL(fileURLWithPath: node.home), localUser: try await userIdentity(node))
+            let held = Set(try store.operations(in: conversationID).map(\.id.hex))
+            #expect(held == Set(decoded.keys), "\(node.name) holds \(held.count) operations; the dump decoded \(decoded.count)")
+        }
+        #expect(decoded[first]?["kind"] as? String == "postMessage")
+        #expect(decoded[second]?["kind"] as? String == "postMessageWithContent")
+    }
+}
+
+/// Bytes from hex digits.
+func hexBytes(_ text: String) -> [UInt8] {
+    let digits = Array(text.utf8)
+    return stride(from: 0, to: digits.count - 1, by: 2).compactMap { UInt8(String(decoding: digits[$0...$0 + 1], as: UTF8.self), radix: 16) }
+}
+
+/// A node's user identity, as `weft id` prints it.
+func userIdentity(_ node: RunningNode) async throws -> PublicIdentity {
+    try UserIdentifier.decode(try await node.userID())
+}

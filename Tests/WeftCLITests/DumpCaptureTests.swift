@@ -40,15 +40,27 @@ func dumpRecords(_ output: String) -> [[String: Any]] {
     "weft dump on a real capture of two nodes", .serialized, .timeLimit(.minutes(3)),
     .enabled(if: captureUnavailable == nil, "\(captureUnavailable ?? "")"))
 struct DumpCaptureTests {
-    @Test("two nodes, one with WEFT_KEYLOG, captured by tcpdump while they make a conversation, messages, receipts and a rich-content part: weft dump decodes exactly the operations the nodes hold, with valid signatures, and the chunks with their hash check")
-    func captureOfTwoNodes() async throws {
+    /// What a captured session left: the capture, the key log, the nodes (stopped) and their
+    /// conversation and two messages.
+    struct Session {
+        let dir: TemporaryDirectory
+        let capture: String
+        let keyLog: String
+        let port: String
+        let alice: RunningNode, bob: RunningNode
+        let conversation: String, first: String, second: String
+    }
+
+    /// Two nodes, alice with WEFT_KEYLOG, captured by tcpdump on bob's port while they make a
+    /// conversation, two messages (one with a rich-content part bob downloads) and receipts.
+    static func capturedSession() async throws -> Session {
         let dir = try TemporaryDirectory()
         let keyLog = dir.path("keys.log")
         let bob = try await RunningNode(dir, "bob")
         let alice = try await RunningNode(dir, "alice", meshKeyFrom: bob)
         try await bob.start()
         defer { bob.process?.terminate() }
-        let port = try #require(bob.address.split(separator: ":").last)
+        let port = String(try #require(bob.address.split(separator: ":").last))
         let capture = try await LoopbackCapture(dir.path("weft.pcap"), filter: "tcp port \(port)")
         try await alice.start(["--peer", bob.address], environment: ["WEFT_KEYLOG": keyLog])
         defer { alice.process?.terminate() }
@@ -70,12 +82,18 @@ struct DumpCaptureTests {
                     && (message["recipients"] as? [[String: Any]] ?? []).contains { $0["status"] as? String == "read" }
             }
         }
-        try await Task.sleep(for: .milliseconds(300))  // the last acknowledgements, for a clean end
         #expect(try await alice.stop() == 0)
         #expect(try await bob.stop() == 0)
         try await capture.stop()
+        return Session(
+            dir: dir, capture: capture.file, keyLog: keyLog, port: port, alice: alice, bob: bob, conversation: conversation, first: first,
+            second: second)
+    }
 
-        let result = try await weft("dump", capture.file, "--keylog", keyLog, "--json")
+    @Test("two nodes, one with WEFT_KEYLOG, captured by tcpdump while they make a conversation, messages, receipts and a rich-content part: weft dump decodes exactly the operations the nodes hold, with valid signatures, and the chunks with their hash check")
+    func captureOfTwoNodes() async throws {
+        let session = try await Self.capturedSession()
+        let result = try await weft("dump", session.capture, "--keylog", session.keyLog, "--json")
         #expect(result.status == 0, "\(result.stderr)")
         let records = dumpRecords(result.stdout)
         #expect(!records.contains { $0["kind"] as? String == "problem" }, "\(records.filter { $0["kind"] as? String == "problem" })")
@@ -93,14 +111,42 @@ struct DumpCaptureTests {
         #expect(!chunks.isEmpty && chunks.allSatisfy { $0["hashCheck"] as? String == "ok" }, "\(chunks)")
 
         // What the nodes hold, from their stores now that they stopped.
-        let conversationID = try #require(ConversationID(bytes: hexBytes(conversation)))
-        for node in [alice, bob] {
+        let conversationID = try #require(ConversationID(bytes: hexBytes(session.conversation)))
+        for node in [session.alice, session.bob] {
             let store = try Store(directory: URL(fileURLWithPath: node.home), localUser: try await userIdentity(node))
             let held = Set(try store.operations(in: conversationID).map(\.id.hex))
             #expect(held == Set(decoded.keys), "\(node.name) holds \(held.count) operations; the dump decoded \(decoded.count)")
         }
-        #expect(decoded[first]?["kind"] as? String == "postMessage")
-        #expect(decoded[second]?["kind"] as? String == "postMessageWithContent")
+        #expect(decoded[session.first]?["kind"] as? String == "postMessage")
+        #expect(decoded[session.second]?["kind"] as? String == "postMessageWithContent")
+    }
+
+    @Test("Protocol/weft.lua in tshark shows the same capture's preambles, handshake messages 1 to 3 and each transport record with the length weft dump gives it", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/tshark"), "tshark is missing (Tools/install-test-deps installs it)"))
+    func wiresharkDissector() async throws {
+        let session = try await Self.capturedSession()
+        let dump = dumpRecords(try await weft("dump", session.capture, "--keylog", session.keyLog, "--json").stdout)
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Protocol/weft.lua").path
+        let tshark = try ChildProcess(
+            ["-X", "lua_script:\(script)", "-o", "weft.port:\(session.port)", "-r", session.capture, "-T", "fields",
+             "-e", "tcp.srcport", "-e", "weft.version", "-e", "weft.handshake.message", "-e", "weft.record.length"],
+            executable: URL(fileURLWithPath: "/usr/bin/tshark"))
+        #expect(try await tshark.wait() == 0, "\(tshark.stderr)")
+        var versions = 0, handshakes: [Int] = [], records: [String: [Int]] = [:]
+        for line in lines(tshark.stdout) {
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            guard fields.count == 4 else { continue }
+            let from = fields[0] == session.port ? "responder" : "initiator"
+            versions += fields[1].split(separator: ",").filter { $0 == "1" }.count
+            handshakes += fields[2].split(separator: ",").compactMap { Int($0) }
+            records[from, default: []] += fields[3].split(separator: ",").compactMap { Int($0) }
+        }
+        #expect(versions == 2, "both preambles, version 1")
+        #expect(handshakes.sorted() == [1, 2, 3])
+        for side in ["initiator", "responder"] {
+            let dumped = dump.filter { $0["kind"] as? String == "frame" && $0["from"] as? String == side }.compactMap { ($0["length"] as? Int).map { $0 - 4 } }
+            #expect(!dumped.isEmpty && records[side] == dumped, "\(side): tshark \(records[side] ?? []) against weft dump \(dumped)")
+        }
     }
 }
 

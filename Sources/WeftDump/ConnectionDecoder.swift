@@ -14,8 +14,13 @@ import WeftWire
 /// records out. Not `Sendable`: one reader feeds it.
 public final class ConnectionDecoder {
     public let number: Int
-    private let keys: [[UInt8]: KeyLogEntry]
+    /// The key log's entry for a connection, by the initiator's ephemeral key; asked again
+    /// until found (a proxy's key log is still being written while the handshake passes).
+    private let keys: ([UInt8]) -> KeyLogEntry?
+    private let hasKeyLog: Bool
     private var entry: KeyLogEntry?
+    /// The initiator's ephemeral key, once message 1 passed.
+    private var ephemeral: [UInt8]?
     private var initiator: Direction
     private var responder: Direction
     private var sync = SyncDescription()
@@ -25,9 +30,15 @@ public final class ConnectionDecoder {
     ///   - keys: the key log's entries, by connection (the initiator's ephemeral key).
     ///   - fromStart: whether the streams are whole from their first byte (false for a capture
     ///     that starts in the middle of the connection: nothing can then be decoded).
-    public init(number: Int, keys: [[UInt8]: KeyLogEntry], fromStart: Bool = true) {
+    public convenience init(number: Int, keys: [[UInt8]: KeyLogEntry], fromStart: Bool = true) {
+        self.init(number: number, hasKeyLog: !keys.isEmpty, fromStart: fromStart) { keys[$0] }
+    }
+
+    /// A decoder that asks `keys` for the connection's entry (see `awaitedEntry`).
+    public init(number: Int, hasKeyLog: Bool, fromStart: Bool = true, keys: @escaping ([UInt8]) -> KeyLogEntry?) {
         self.number = number
         self.keys = keys
+        self.hasKeyLog = hasKeyLog
         initiator = Direction(side: "initiator", phase: fromStart ? .preamble : .lost)
         responder = Direction(side: "responder", phase: fromStart ? .preamble : .lost)
     }
@@ -130,6 +141,7 @@ public final class ConnectionDecoder {
             guard let length = direction.buffer.getInteger(at: direction.buffer.readerIndex, as: UInt32.self),
                 direction.buffer.readableBytes >= WireConstants.recordLengthByteCount + Int(length)
             else { return false }
+            if direction.codec == nil { attachCodec(&direction) }
             guard let codec = direction.codec else {
                 direction.buffer.moveReaderIndex(forwardBy: WireConstants.recordLengthByteCount + Int(length))
                 var fields = [DumpField("sealedLength", .integer(Int64(length)))]
@@ -152,8 +164,18 @@ public final class ConnectionDecoder {
         }
     }
 
+    /// The connection's name in the key log when message 1 has passed and its entry has not
+    /// been found: a live reader may wait for the key log to hold it before feeding more.
+    public var awaitedEntry: [UInt8]? { entry == nil ? ephemeral : nil }
+
+    /// The entry, looked up again if it was not found before.
+    private func currentEntry() -> KeyLogEntry? {
+        if entry == nil, let ephemeral { entry = keys(ephemeral) }
+        return entry
+    }
+
     private var undecryptedReason: String {
-        keys.isEmpty
+        !hasKeyLog
             ? "no key log was given (set WEFT_KEYLOG on a node, pass the file with --keylog): records are shown by length only"
             : "the key log has no entry for this connection: records are shown by length only"
     }
@@ -163,13 +185,12 @@ public final class ConnectionDecoder {
     private func handshakeFields(_ number: Int, _ message: [UInt8]) -> [DumpField] {
         var fields = [DumpField("message", .integer(Int64(number)))]
         if number == 1, message.count >= 32 {
-            let ephemeral = Array(message.prefix(32))
-            entry = keys[ephemeral]
-            fields += [DumpField("ephemeral", .string(hex(ephemeral))), DumpField("keyLogEntry", .bool(entry != nil))]
+            ephemeral = Array(message.prefix(32))
+            fields += [DumpField("ephemeral", .string(hex(message.prefix(32)))), DumpField("keyLogEntry", .bool(currentEntry() != nil))]
             return fields
         }
         if number == 2, message.count >= 32 { fields.append(DumpField("ephemeral", .string(hex(message.prefix(32))))) }
-        guard let entry, entry.secrets.fields.count == 5 else {
+        guard let entry = currentEntry(), entry.secrets.fields.count == 5 else {
             fields.append(DumpField("sealed", .integer(Int64(max(0, message.count - (number == 2 ? 32 : 0))))))
             return fields
         }
@@ -204,7 +225,13 @@ public final class ConnectionDecoder {
     /// After its last handshake message a direction carries records, under its transport key.
     private func startTransport(_ direction: inout Direction) {
         direction.phase = .transport
-        guard let entry else { return }
+        attachCodec(&direction)
+    }
+
+    /// The direction's transport codec, once the key log has the connection (none of its
+    /// records may have been shown undecrypted: the codec's nonce starts at the first).
+    private func attachCodec(_ direction: inout Direction) {
+        guard !direction.saidUndecrypted, let entry = currentEntry() else { return }
         let key = direction.side == "initiator" ? entry.secrets.initiatorToResponder : entry.secrets.responderToInitiator
         let cipher = CipherState(key: SecureBytes(copying: key))
         direction.codec = TransportCodec(send: cipher, receive: cipher)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import WeftDump
 import WeftNode
 import WeftWire
@@ -30,6 +31,12 @@ struct DumpCommand: AsyncCommand {
     @Option(name: .customLong("responder-stream"), help: "A raw byte stream the responder sent (with or without --initiator-stream).")
     var responderStream: String?
 
+    @Option(help: "Proxy: listen here (host:port), forward each connection to --to untouched, and decode what passes.", transform: parseAddress)
+    var proxy: PeerAddress?
+
+    @Option(name: .customLong("to"), help: "Proxy: the node to forward to (host:port).", transform: parseAddress)
+    var target: PeerAddress?
+
     @Flag(help: "One JSON object per record.")
     var json = false
 
@@ -47,21 +54,32 @@ struct DumpCommand: AsyncCommand {
 
     func validate() throws {
         let streams = initiatorStream != nil || responderStream != nil
-        guard (capture != nil) != streams else {
-            throw ValidationError("Give a capture file, or --initiator-stream and/or --responder-stream, not both.")
+        let sources = [capture != nil, streams, proxy != nil].filter { $0 }.count
+        guard sources == 1 else {
+            throw ValidationError("Give one input: a capture file, --initiator-stream and/or --responder-stream, or --proxy with --to.")
         }
+        guard (proxy == nil) == (target == nil) else { throw ValidationError("--proxy and --to go together.") }
         for conversation in conversations where conversation.count != 32 || !conversation.allSatisfy(\.isHexDigit) {
             throw ValidationError("--conversation takes a conversation identifier: 32 hex digits, not \"\(conversation)\".")
         }
     }
 
     func execute() async throws {
-        let keys = try readKeyLog()
         var filter = DumpFilter()
         filter.ports = Set(ports)
         filter.connections = Set(connections)
         filter.types = Set(types.map { $0.uppercased() })
         filter.conversations = Set(conversations.map { $0.lowercased() })
+        if let proxy, let target {
+            let keyLog = LiveKeyLog(path: keyLogFile)
+            let json = json
+            let output = Mutex(())
+            try await DumpProxy(listen: proxy, target: target, keyLog: keyLog, filter: filter) { records in
+                output.withLock { _ in for record in records { say(json ? record.json : record.text) } }
+            }.run()
+            return
+        }
+        let keys = try readKeyLog()
         if let capture {
             let dump = CaptureDump(keys: keys, filter: filter)
             try read(capture) { show(dump.feed($0)) }
@@ -84,8 +102,13 @@ struct DumpCommand: AsyncCommand {
     }
 
     /// The key log's entries; its damaged lines are named on standard error.
+    private var keyLogFile: String? {
+        guard let path = keyLogPath ?? ProcessInfo.processInfo.environment[KeyLogFile.environmentVariable], !path.isEmpty else { return nil }
+        return path
+    }
+
     private func readKeyLog() throws -> [[UInt8]: KeyLogEntry] {
-        guard let path = keyLogPath ?? ProcessInfo.processInfo.environment[KeyLogFile.environmentVariable], !path.isEmpty else { return [:] }
+        guard let path = keyLogFile else { return [:] }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw CLIError("Cannot read the key log \(path).")
         }

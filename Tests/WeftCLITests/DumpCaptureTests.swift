@@ -49,11 +49,14 @@ struct DumpCaptureTests {
         let port: String
         let alice: RunningNode, bob: RunningNode
         let conversation: String, first: String, second: String
+        /// With `viaProxy`: what `weft dump --proxy … --json` printed.
+        let proxyOutput: String?
     }
 
     /// Two nodes, alice with WEFT_KEYLOG, captured by tcpdump on bob's port while they make a
     /// conversation, two messages (one with a rich-content part bob downloads) and receipts.
-    static func capturedSession() async throws -> Session {
+    /// With `viaProxy`, alice dials bob through `weft dump --proxy`, given the key log.
+    static func capturedSession(viaProxy: Bool = false) async throws -> Session {
         let dir = try TemporaryDirectory()
         let keyLog = dir.path("keys.log")
         let bob = try await RunningNode(dir, "bob")
@@ -62,7 +65,17 @@ struct DumpCaptureTests {
         defer { bob.process?.terminate() }
         let port = String(try #require(bob.address.split(separator: ":").last))
         let capture = try await LoopbackCapture(dir.path("weft.pcap"), filter: "tcp port \(port)")
-        try await alice.start(["--peer", bob.address], environment: ["WEFT_KEYLOG": keyLog])
+        var proxy: ChildProcess?
+        var dialed = bob.address
+        if viaProxy {
+            let child = try ChildProcess(["dump", "--proxy", "127.0.0.1:0", "--to", bob.address, "--keylog", keyLog, "--json"])
+            proxy = child
+            let said = try await child.waitFor("proxying ", inStderr: true)
+            let words = try #require(lines(said).first { $0.contains("proxying ") }).split(separator: " ")
+            dialed = String(try #require(words.firstIndex(of: "proxying").map { words[$0 + 1] }))
+        }
+        defer { proxy?.terminate() }
+        try await alice.start(["--peer", dialed], environment: ["WEFT_KEYLOG": keyLog])
         defer { alice.process?.terminate() }
         try await eventually("alice meets bob") { try await alice.ok("peers").hasPrefix("bob  ") }
 
@@ -85,9 +98,17 @@ struct DumpCaptureTests {
         #expect(try await alice.stop() == 0)
         #expect(try await bob.stop() == 0)
         try await capture.stop()
+        var proxyOutput: String?
+        if let proxy {
+            // The connection's end has passed: its last records are out once the output stops growing.
+            try await eventually("the proxy shows the connection's CLOSE") { proxy.stdout.contains("\"CLOSE\"") }
+            proxy.terminate()
+            _ = try await proxy.wait()
+            proxyOutput = proxy.stdout
+        }
         return Session(
             dir: dir, capture: capture.file, keyLog: keyLog, port: port, alice: alice, bob: bob, conversation: conversation, first: first,
-            second: second)
+            second: second, proxyOutput: proxyOutput)
     }
 
     @Test("two nodes, one with WEFT_KEYLOG, captured by tcpdump while they make a conversation, messages, receipts and a rich-content part: weft dump decodes exactly the operations the nodes hold, with valid signatures, and the chunks with their hash check")
@@ -100,6 +121,21 @@ struct DumpCaptureTests {
         let handshakes = records.filter { $0["kind"] as? String == "handshake" }
         #expect(Set(handshakes.compactMap { $0["displayName"] as? String }) == ["alice", "bob"])
 
+        try await Self.expectOperations(records, of: session)
+    }
+
+    @Test("weft dump --proxy between two nodes forwards their traffic untouched (they replicate as ever) and decodes it as it passes: the same operations the nodes hold")
+    func proxy() async throws {
+        let session = try await Self.capturedSession(viaProxy: true)
+        let records = dumpRecords(try #require(session.proxyOutput))
+        #expect(!records.contains { $0["kind"] as? String == "problem" }, "\(records.filter { $0["kind"] as? String == "problem" })")
+        #expect(Set(records.filter { $0["kind"] as? String == "handshake" }.compactMap { $0["displayName"] as? String }) == ["alice", "bob"])
+        try await Self.expectOperations(records, of: session)
+    }
+
+    /// The operations `records` decode are exactly those both nodes hold in the conversation,
+    /// each signature valid; chunks all check.
+    static func expectOperations(_ records: [[String: Any]], of session: Session) async throws {
         var decoded: [String: [String: Any]] = [:]
         for record in records where record["message"] as? String == "OPERATIONS" {
             for operation in record["operations"] as? [[String: Any]] ?? [] {
@@ -109,8 +145,6 @@ struct DumpCaptureTests {
         }
         let chunks = records.filter { $0["message"] as? String == "CHUNK" }
         #expect(!chunks.isEmpty && chunks.allSatisfy { $0["hashCheck"] as? String == "ok" }, "\(chunks)")
-
-        // What the nodes hold, from their stores now that they stopped.
         let conversationID = try #require(ConversationID(bytes: hexBytes(session.conversation)))
         for node in [session.alice, session.bob] {
             let store = try Store(directory: URL(fileURLWithPath: node.home), localUser: try await userIdentity(node))

@@ -14,13 +14,15 @@ let captureUnavailable: String? = {
 }()
 
 /// tcpdump capturing loopback traffic on some ports into a pcap file, stopped by `stop()`.
+/// In immediate mode: otherwise packets wait in the kernel's ring for up to a second, and
+/// those still there when tcpdump is stopped never reach the file.
 final class LoopbackCapture {
     let file: String
     private let process: ChildProcess
 
     init(_ file: String, filter: String) async throws {
         self.file = file
-        process = try ChildProcess(["-i", "lo", "-U", "-w", file, filter], executable: URL(fileURLWithPath: "/usr/bin/tcpdump"))
+        process = try ChildProcess(["-i", "lo", "--immediate-mode", "-U", "-w", file, filter], executable: URL(fileURLWithPath: "/usr/bin/tcpdump"))
         try await process.waitFor("listening on", inStderr: true)
     }
 
@@ -29,6 +31,14 @@ final class LoopbackCapture {
         process.terminate()
         _ = try await process.wait()
     }
+}
+
+/// `weft dump ARGUMENTS --json`, which must exit 0; its records.
+func dumpJSON(_ arguments: String...) async throws -> [[String: Any]] {
+    let child = try ChildProcess(["dump"] + arguments + ["--json"])
+    let result = (status: try await child.wait(), stdout: child.stdout, stderr: child.stderr)
+    #expect(result.status == 0, "weft dump \(arguments): \(result.stderr)")
+    return dumpRecords(result.stdout)
 }
 
 /// The JSON records `weft dump --json` printed.
@@ -133,6 +143,71 @@ struct DumpCaptureTests {
         try await Self.expectOperations(records, of: session)
     }
 
+    @Test("damaged input: a capture cut in the middle of a frame, a flipped byte in a record, a key log of another session; each reported with its offset, decoding going on where it can, and weft dump exits 0")
+    func damagedCaptures() async throws {
+        let session = try await Self.capturedSession()
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: session.capture)))
+        let packets = PcapRecords(bytes)
+        let clean = dumpRecords(try await weft("dump", session.capture, "--keylog", session.keyLog, "--json").stdout)
+        let frames = clean.filter { $0["kind"] as? String == "frame" }
+
+        // Cut inside the last packet that carries a frame: every frame before it decodes, and
+        // the file's problem names the offset of the cut record.
+        let cutAt = try #require(packets.records.last { $0.count > 100 })
+        let cut = session.dir.path("cut.pcap")
+        try Data(bytes[..<(cutAt.lowerBound + 40)]).write(to: URL(fileURLWithPath: cut))
+        let cutRecords = try await dumpJSON(cut, "--keylog", session.keyLog)
+        let fileProblem = try #require(cutRecords.first { $0["kind"] as? String == "problem" && $0["connection"] as? Int == 0 })
+        #expect(fileProblem["offset"] as? Int == cutAt.lowerBound, "\(fileProblem)")
+        #expect(cutRecords.filter { $0["kind"] as? String == "frame" }.count >= frames.count - 2)
+
+        // A flipped byte in the middle of the first DATA frame alice sent: her direction stops
+        // there with a problem at that record's offset; bob's direction decodes whole.
+        let target = try #require(frames.first { $0["from"] as? String == "initiator" && $0["type"] as? String == "DATA" })
+        let targetTime = try #require(target["time"] as? Int)
+        let packet = try #require(packets.records.first { packets.time(of: $0) == targetTime && $0.count > 100 })
+        var flipped = bytes
+        flipped[packet.upperBound - 10] ^= 0x01
+        let flippedPath = session.dir.path("flipped.pcap")
+        try Data(flipped).write(to: URL(fileURLWithPath: flippedPath))
+        let damaged = try await dumpJSON(flippedPath, "--keylog", session.keyLog)
+        let problems = damaged.filter { $0["kind"] as? String == "problem" }
+        #expect(problems.count == 1 && problems.first?["from"] as? String == "initiator" && problems.first?["offset"] as? Int == target["offset"] as? Int, "\(problems)")
+        #expect(damaged.filter { $0["kind"] as? String == "frame" && $0["from"] as? String == "responder" }.count
+            == frames.filter { $0["from"] as? String == "responder" }.count)
+
+        // A key log that does not name this connection: structure and lengths, and why.
+        let other = session.dir.path("other.keys")
+        let otherLines = try String(contentsOfFile: session.keyLog, encoding: .utf8).split(separator: "\n").map { line in
+            var words = line.split(separator: " ").map(String.init)
+            words[1] = String(repeating: "ab", count: 32)  // another connection's name
+            return words.joined(separator: " ")
+        }
+        try (otherLines.joined(separator: "\n") + "\n").write(toFile: other, atomically: true, encoding: .utf8)
+        let wrong = try await dumpJSON(session.capture, "--keylog", other)
+        #expect(wrong.filter { $0["kind"] as? String == "handshake" }.count == 3)
+        #expect(!wrong.contains { $0["kind"] as? String == "frame" })
+        let notes = wrong.compactMap { $0["note"] as? String }
+        #expect(notes.count == 2 && notes.allSatisfy { $0.contains("no entry for this connection") }, "\(notes)")
+    }
+
+    @Test("a capture that starts in the middle of a connection: with --port, weft dump says it cannot decode that connection and why; without, it does not take it for Weft's")
+    func midConnection() async throws {
+        let session = try await Self.capturedSession()
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: session.capture)))
+        let packets = PcapRecords(bytes)
+        // Everything from the tenth packet on: the handshake is gone.
+        try #require(packets.records.count > 10, "\(packets.records.count) packets in \(bytes.count) bytes")
+        let late = session.dir.path("late.pcap")
+        try Data(bytes[..<24] + bytes[packets.records[10].lowerBound...]).write(to: URL(fileURLWithPath: late))
+        let withPort = dumpRecords(try await weft("dump", late, "--keylog", session.keyLog, "--port", session.port, "--json").stdout)
+        let note = try #require(withPort.first { $0["kind"] as? String == "note" })
+        #expect((note["reason"] as? String)?.contains("starts in the middle of this connection") == true)
+        #expect(!withPort.contains { ["frame", "record", "problem"].contains($0["kind"] as? String ?? "") })
+        let without = try await weft("dump", late, "--keylog", session.keyLog, "--json")
+        #expect(without.status == 0 && without.stdout.isEmpty, "\(without.stdout)")
+    }
+
     /// The operations `records` decode are exactly those both nodes hold in the conversation,
     /// each signature valid; chunks all check.
     static func expectOperations(_ records: [[String: Any]], of session: Session) async throws {
@@ -193,4 +268,30 @@ func hexBytes(_ text: String) -> [UInt8] {
 /// A node's user identity, as `weft id` prints it.
 func userIdentity(_ node: RunningNode) async throws -> PublicIdentity {
     try UserIdentifier.decode(try await node.userID())
+}
+
+/// The records of a classic pcap file (little-endian, microseconds, as tcpdump -w writes
+/// here): each record's byte range in the file, header included.
+struct PcapRecords {
+    let bytes: [UInt8]
+    let records: [Range<Int>]
+
+    init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+        var records: [Range<Int>] = []
+        var offset = 24
+        while offset + 16 <= bytes.count {
+            let length = Int(bytes[offset + 8]) | Int(bytes[offset + 9]) << 8 | Int(bytes[offset + 10]) << 16 | Int(bytes[offset + 11]) << 24
+            guard offset + 16 + length <= bytes.count else { break }
+            records.append(offset..<(offset + 16 + length))
+            offset += 16 + length
+        }
+        self.records = records
+    }
+
+    /// A record's timestamp in nanoseconds, as weft dump gives it.
+    func time(of record: Range<Int>) -> Int {
+        func u32(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24 }
+        return u32(record.lowerBound) * 1_000_000_000 + u32(record.lowerBound + 4) * 1000
+    }
 }

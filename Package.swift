@@ -194,10 +194,12 @@ let package = Package(
         .testTarget(name: "WeftBytesTests", dependencies: ["WeftBytes", .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "WeftCryptoTests", dependencies: ["WeftCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "WeftCompressionTests", dependencies: ["WeftCompression"]),
-        .testTarget(name: "WeftCaptureTests", dependencies: ["WeftCapture"]),
         .testTarget(
             name: "WeftDumpTests",
-            dependencies: ["WeftDump", "WeftCapture", "WeftWire", "WeftCrypto", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: [
+                "WeftDump", "WeftCapture", "WeftWire", "WeftCrypto", "WeftModel", "WeftSync", "WeftDiscovery",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
         ),
         .testTarget(name: "WeftDiscoveryTests", dependencies: ["WeftDiscovery", "WeftCrypto"]),
         .testTarget(name: "WeftModelTests", dependencies: ["WeftModel", "WeftCrypto"]),

@@ -239,6 +239,17 @@ public final class ConnectionDecoder {
 
     // MARK: - Frames
 
+    /// The fields a dump shows of one plain sync message payload (§14.1), or why it does not
+    /// decode: what a DATA frame's record carries after its `message` field.
+    public static func describe(syncPayload: [UInt8]) -> [DumpField] {
+        var description = SyncDescription()
+        do {
+            return description.fields(of: try SyncMessage(payload: syncPayload))
+        } catch {
+            return [DumpField("problem", .string("the sync message does not decode: \(error)"))]
+        }
+    }
+
     private func frameFields(_ frame: Frame, _ direction: Direction) -> [DumpField] {
         switch frame {
         case .ping(let value): return [DumpField("type", .string("PING")), DumpField("value", .unsigned(value))]

@@ -8,6 +8,8 @@ public enum DumpValue: Sendable, Hashable {
     case object([DumpField])
 
     /// The value as JSON text.
+    public var jsonText: String { json }
+
     var json: String {
         switch self {
         case .string(let text): DumpRecord.quoted(text)

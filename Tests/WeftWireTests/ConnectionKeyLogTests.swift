@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import Synchronization
 import Testing
@@ -143,6 +144,14 @@ struct ConnectionKeyLogTests {
         #expect(try open(message2.dropFirst(80), with: fields[2]) == payload2)
         #expect(WireVectorFile.hex(try open(message3.prefix(48), with: fields[3])) == vector.initiator.x25519StaticPublic)
         #expect(try open(message3.dropFirst(48), with: fields[4]) == payload3)
+
+        // The lines as Protocol/vectors/handshake.keylog has them (weft dump's golden outputs
+        // read it); WEFT_WRITE_VECTORS=1 writes the file.
+        let text = entry.lines.joined(separator: "\n") + "\n"
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Protocol/vectors/handshake.keylog")
+        if ProcessInfo.processInfo.environment["WEFT_WRITE_VECTORS"] == "1" { try text.write(to: file, atomically: true, encoding: .utf8) }
+        #expect(try String(contentsOf: file, encoding: .utf8) == text)
     }
 
     @Test("key log text reads back into the entries it was written from; comments, blank lines and unknown labels are skipped, a damaged line is named by its number")

@@ -65,6 +65,8 @@ struct DumpCommand: AsyncCommand {
     }
 
     func execute() async throws {
+        // Records and their buffers come and go by the megabyte: keep them for the next ones.
+        HeapTrim.keepFreedBuffers()
         var filter = DumpFilter()
         filter.ports = Set(ports)
         filter.connections = Set(connections)
@@ -117,19 +119,21 @@ struct DumpCommand: AsyncCommand {
         return entries
     }
 
-    /// Reads `path` a megabyte at a time.
-    private func read(_ path: String, _ body: ([UInt8]) -> Void) throws {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw CLIError("Cannot read \(path): no such file, or not readable.") }
-        defer { try? handle.close() }
+    /// Reads `path` a megabyte at a time into one buffer, handed to `body` each time.
+    private func read(_ path: String, _ body: (UnsafeRawBufferPointer) -> Void) throws {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw CLIError("Cannot read \(path): \(String(cString: strerror(errno))).") }
+        defer { close(descriptor) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
         while true {
-            let data: Data
-            do {
-                guard let read = try handle.read(upToCount: 1 << 20), !read.isEmpty else { return }
-                data = read
-            } catch {
-                throw CLIError("Cannot read \(path): \(error.localizedDescription).")
+            let count = Glibc.read(descriptor, buffer.baseAddress, buffer.count)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw CLIError("Cannot read \(path): \(String(cString: strerror(errno))).")
             }
-            body([UInt8](data))
+            if count == 0 { return }
+            body(UnsafeRawBufferPointer(rebasing: buffer.prefix(count)))
         }
     }
 }

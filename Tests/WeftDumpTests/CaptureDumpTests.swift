@@ -90,3 +90,43 @@ struct CaptureDumpTests {
         #expect(named.count == 1 && named.first?["push"] == .bool(false), "the second OPERATIONS holds it")
     }
 }
+
+@Suite("weft dump never crashes on damaged captures")
+struct DamagedCaptureTests {
+    @Test("captures with random bytes flipped, cut, or repeated, fed in random pieces: records and problems, never a trap; every problem's offset lies in the file")
+    func mutatedCaptures() throws {
+        let (connection, _) = try ConnectionDecoderTests.recorded()
+        let originals = [
+            CaptureBuilder.pcap(frames(of: connection, from: CaptureBuilder.alice, to: CaptureBuilder.bob)),
+            CaptureBuilder.pcapng(frames(of: connection, from: CaptureBuilder.alice, to: CaptureBuilder.bob)),
+        ]
+        var generator = SplitMix(seed: 77)
+        for round in 0..<400 {
+            var bytes = originals[round % 2]
+            switch generator.next() % 4 {
+            case 0:  // flipped bytes
+                for _ in 0..<(1 + generator.next() % 8) { bytes[Int(generator.next() % UInt64(bytes.count))] ^= UInt8(truncatingIfNeeded: generator.next() | 1) }
+            case 1:  // cut
+                bytes = Array(bytes.prefix(Int(generator.next() % UInt64(bytes.count))))
+            case 2:  // a piece repeated elsewhere
+                let start = Int(generator.next() % UInt64(bytes.count)), count = Int(generator.next() % 300)
+                bytes.insert(contentsOf: bytes[start..<min(bytes.count, start + count)], at: Int(generator.next() % UInt64(bytes.count)))
+            default:  // a length field made huge
+                let at = Int(generator.next() % UInt64(bytes.count - 4))
+                bytes.replaceSubrange(at..<(at + 4), with: [0x7f, 0xff, 0xff, 0xff])
+            }
+            let dump = CaptureDump(keys: round % 3 == 0 ? [:] : connection.keys.entries)
+            var records: [DumpRecord] = []
+            var offset = 0
+            while offset < bytes.count {
+                let end = min(bytes.count, offset + 1 + Int(generator.next() % 5_000))
+                records += dump.feed(bytes[offset..<end])
+                offset = end
+            }
+            records += dump.finish()
+            for problem in records where problem.kind == "problem" && problem.connection == 0 {
+                #expect(problem.offset <= UInt64(bytes.count), "round \(round): \(problem.text)")
+            }
+        }
+    }
+}

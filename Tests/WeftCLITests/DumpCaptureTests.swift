@@ -295,3 +295,33 @@ struct PcapRecords {
         return u32(record.lowerBound) * 1_000_000_000 + u32(record.lowerBound + 4) * 1000
     }
 }
+
+@Suite("weft dump on raw byte streams")
+struct DumpStreamTests {
+    /// `Protocol/vectors/NAME`.
+    static func vector(_ name: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Protocol/vectors/\(name)").path
+    }
+
+    @Test("the handshake vector's two streams as raw files, with its key log: exactly the golden output; either stream alone: that direction's lines")
+    func rawStreams() async throws {
+        let dir = try TemporaryDirectory()
+        let vector = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: Self.vector("handshake.json")))) as? [String: Any])
+        var streams = ["initiator": [UInt8](), "responder": [UInt8]()]
+        for step in vector["steps"] as? [[String: Any]] ?? [] {
+            streams[step["side"] as? String ?? "", default: []] += hexBytes(step["writes"] as? String ?? "")
+        }
+        for (side, bytes) in streams { try Data(bytes).write(to: URL(fileURLWithPath: dir.path("\(side).bin"))) }
+        let golden = try String(contentsOfFile: Self.vector("dump-handshake.txt"), encoding: .utf8)
+        let both = try await weft(
+            "dump", "--initiator-stream", dir.path("initiator.bin"), "--responder-stream", dir.path("responder.bin"), "--keylog",
+            Self.vector("handshake.keylog"))
+        #expect(both.status == 0 && both.stdout == golden, "\(both.stderr)")
+        let one = try await weft("dump", "--responder-stream", dir.path("responder.bin"), "--keylog", Self.vector("handshake.keylog"))
+        #expect(one.status == 0)
+        #expect(lines(one.stdout).allSatisfy { $0.contains(" ← ") } && lines(one.stdout).first?.contains("preamble") == true, "\(one.stdout)")
+        let refused = try await weft("dump", "--responder-stream", dir.path("responder.bin"), dir.path("x.pcap"))
+        #expect(refused.status != 0 && lines(refused.stderr).count == 1, "\(refused.stderr)")
+    }
+}

@@ -100,7 +100,7 @@ struct DamagedCaptureTests {
             CaptureBuilder.pcap(frames(of: connection, from: CaptureBuilder.alice, to: CaptureBuilder.bob)),
             CaptureBuilder.pcapng(frames(of: connection, from: CaptureBuilder.alice, to: CaptureBuilder.bob)),
         ]
-        var generator = SplitMix(seed: 77)
+        var generator = SplitMix64(seed: 77)
         for round in 0..<400 {
             var bytes = originals[round % 2]
             switch generator.next() % 4 {

@@ -1,4 +1,5 @@
 import Testing
+import WeftCrypto
 @testable import WeftCapture
 
 /// The segment of a frame built by `CaptureBuilder.tcp`.
@@ -37,7 +38,7 @@ struct TCPReassemblerTests {
 
     /// Alice's stream cut in pieces of 1 to 700 bytes, each as a segment from `isn`.
     static func pieces(isn: UInt32, of bytes: [UInt8]) -> [(offset: Int, bytes: [UInt8])] {
-        var generator = SplitMix(seed: 5)
+        var generator = SplitMix64(seed: 5)
         var result: [(Int, [UInt8])] = []
         var offset = 0
         while offset < bytes.count {
@@ -83,7 +84,7 @@ struct TCPReassemblerTests {
             pieces.append((pieces[index].offset, pieces[index].bytes + pieces[index + 1].bytes))
         }
         pieces += pieces.prefix(6)  // plain duplicates
-        var generator = SplitMix(seed: 9)
+        var generator = SplitMix64(seed: 9)
         pieces.shuffle(using: &generator)
         var reassembler = TCPReassembler()
         var streams = Streams()
@@ -131,18 +132,5 @@ struct TCPReassemblerTests {
         streams.take(reassembler.add(try segment(Self.frame(isn: isn, pieces[0])), timestamp: 0))
         streams.take(reassembler.add(try segment(CaptureBuilder.tcp(from: Self.bob, to: Self.alice, sequence: 9, flags: [.rst, .ack])), timestamp: 0))
         #expect(streams.ended == [.fromResponder: true])
-    }
-}
-
-/// A small deterministic generator for the tests' choices.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

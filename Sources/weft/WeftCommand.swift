@@ -7,7 +7,7 @@ struct WeftCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "weft",
         abstract: "A peer-to-peer messaging mesh node.",
-        version: "weft \(weftVersion) (protocol: SPEC.md §1–16)",
+        version: "weft \(weftVersion) (protocol: SPEC.md §1–18)",
         subcommands: [
             InitCommand.self, IdCommand.self, NodeCommand.self, ConvCommand.self, SendCommand.self, MessagesCommand.self,
             ReadCommand.self, DownloadCommand.self, WaitCommand.self, WatchCommand.self, PeersCommand.self, ConnectCommand.self, DisconnectCommand.self,

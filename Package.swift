@@ -105,7 +105,7 @@ let package = Package(
         .target(
             name: "WeftDump",
             dependencies: [
-                "WeftCapture", "WeftWire", "WeftSync", "WeftModel", "WeftCrypto", "WeftTransfer", "WeftDiscovery",
+                "WeftCapture", "WeftWire", "WeftSync", "WeftModel", "WeftCrypto", "WeftTransfer", "WeftDiscovery", "WeftCompression",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
@@ -197,7 +197,7 @@ let package = Package(
         .testTarget(
             name: "WeftDumpTests",
             dependencies: [
-                "WeftDump", "WeftCapture", "WeftWire", "WeftCrypto", "WeftModel", "WeftSync", "WeftDiscovery",
+                "WeftDump", "WeftCapture", "WeftWire", "WeftCrypto", "WeftModel", "WeftSync", "WeftDiscovery", "WeftTransfer",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),

@@ -1,4 +1,5 @@
 import NIOCore
+import WeftCompression
 import WeftModel
 import WeftSync
 import WeftTransfer
@@ -94,6 +95,12 @@ struct SyncDescription {
                 DumpField("frameSize", .integer(Int64(chunk.frame.readableBytes))),
             ]
             guard let manifest = manifests[chunk.root] else {
+                // Without the manifest the size is what the frame says: a raw payload's length,
+                // or the size a zstd frame declares (unchecked).
+                let payload = chunk.frame.readableBytesView.dropFirst()
+                let size = flags & ChunkFrame.compressedFlag == 0
+                    ? UInt64(payload.count) : payload.withContiguousStorageIfAvailable { ZstdFrameHeader.declaredContentSize(UnsafeRawBufferPointer($0)) } ?? nil
+                if let size { fields.append(DumpField("declaredSize", .unsigned(size))) }
                 fields.append(DumpField("hashCheck", .string("no manifest in the capture")))
                 return fields
             }

@@ -5,6 +5,7 @@ import WeftCrypto
 import WeftDump
 import WeftModel
 import WeftSync
+import WeftTransfer
 import WeftWire
 
 /// A key log that keeps what it is given.
@@ -183,5 +184,25 @@ struct ConnectionDecoderTests {
         records += decoder.feed(fromInitiator: true, offset: 250, bytes[250...], time: 0)
         #expect(records.last?.kind == "problem" && records.last?.offset == 200)
         #expect(!records.contains { $0.offset > 200 })
+    }
+}
+
+@Suite("weft dump: chunks without their manifest in the capture")
+struct ChunkWithoutManifestTests {
+    @Test("a CHUNK whose MANIFEST the capture lacks shows the size its frame declares (compressed) or holds (raw), and says it could not check the hash")
+    func declaredSizes() throws {
+        var connection = RecordedConnection()
+        let root = try #require(ContentRoot(bytes: [UInt8](repeating: 7, count: ContentRoot.byteCount)))
+        let text = Array(String(repeating: "the same line again and again\n", count: 2_000).utf8)
+        let random = (0..<5_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }
+        let encoder = ChunkFrameEncoder()
+        for (index, chunk) in [text, random].enumerated() {
+            let frame = chunk.withUnsafeBytes { encoder.encode($0, mimeType: index == 0 ? "text/plain" : "image/jpeg") }
+            connection.send(try SyncMessage.content(.chunk(ChunkMessage(root: root, index: UInt32(index), frame: frame))).payload(), fromInitiator: false)
+        }
+        let chunks = decode(connection, keys: connection.keys.entries).filter { $0["message"] == .string("CHUNK") }
+        #expect(chunks.map { $0["compressed"] } == [.bool(true), .bool(false)])
+        #expect(chunks.map { $0["declaredSize"] } == [.unsigned(UInt64(text.count)), .unsigned(UInt64(random.count))])
+        #expect(chunks.allSatisfy { $0["hashCheck"] == .string("no manifest in the capture") })
     }
 }

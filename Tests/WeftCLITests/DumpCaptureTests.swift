@@ -26,6 +26,9 @@ final class LoopbackCapture {
         try await process.waitFor("listening on", inStderr: true)
     }
 
+    /// SIGTERM, without waiting (nothing once it has ended).
+    func terminate() { process.terminate() }
+
     /// SIGTERM; tcpdump writes what it has and exits.
     func stop() async throws {
         process.terminate()
@@ -75,6 +78,7 @@ struct DumpCaptureTests {
         defer { bob.process?.terminate() }
         let port = String(try #require(bob.address.split(separator: ":").last))
         let capture = try await LoopbackCapture(dir.path("weft.pcap"), filter: "tcp port \(port)")
+        defer { capture.terminate() }  // also when the session fails early
         var proxy: ChildProcess?
         var dialed = bob.address
         if viaProxy {
@@ -323,5 +327,51 @@ struct DumpStreamTests {
         #expect(lines(one.stdout).allSatisfy { $0.contains(" ← ") } && lines(one.stdout).first?.contains("preamble") == true, "\(one.stdout)")
         let refused = try await weft("dump", "--responder-stream", dir.path("responder.bin"), dir.path("x.pcap"))
         #expect(refused.status != 0 && lines(refused.stderr).count == 1, "\(refused.stderr)")
+    }
+}
+
+@Suite(
+    "weft dump on a capture of a LAN: mDNS announcements and the connection they led to", .serialized, .timeLimit(.minutes(3)),
+    .enabled(if: NamespaceLAN.unavailable == nil && captureUnavailable == nil, "\(NamespaceLAN.unavailable ?? captureUnavailable ?? "")"))
+struct DumpLANCaptureTests {
+    @Test("tcpdump inside alice's namespace while alice and bob find each other by mDNS and talk: weft dump shows both nodes' announcements read as the Weft service (user and mesh tag) and decodes the connection they led to")
+    func discoveryCapture() async throws {
+        let lan = try NamespaceLAN(nodes: 2)
+        defer { lan.remove() }
+        let dir = try TemporaryDirectory()
+        let keyLog = dir.path("keys.log")
+        let capture = dir.path("lan.pcap")
+        let tcpdump = try ChildProcess(
+            ["-i", "eth0", "--immediate-mode", "-U", "-w", capture, "udp port 5353 or tcp"], namespace: lan.namespace(1),
+            executable: URL(fileURLWithPath: "/usr/bin/tcpdump"))
+        defer { tcpdump.terminate() }  // also when the test fails early
+        try await tcpdump.waitFor("listening on", inStderr: true)
+        let alice = try await RunningNode(dir, "alice")
+        let bob = try await RunningNode(dir, "bob", meshKeyFrom: alice)
+        try await alice.start(listen: "0.0.0.0:0", namespace: lan.namespace(1), discovery: true, environment: ["WEFT_KEYLOG": keyLog])
+        defer { alice.process?.terminate() }
+        try await bob.start(listen: "0.0.0.0:0", namespace: lan.namespace(2), discovery: true)
+        defer { bob.process?.terminate() }
+        try await eventually("alice and bob connected", seconds: 30) { try await alice.ok("peers").hasPrefix("bob  ") }
+        let conversation = try await alice.ok("conv new", arguments: ["bob"])
+        let message = try await alice.ok("send", arguments: [conversation, "--text", "found you"])
+        _ = try await bob.ok("wait", arguments: [message])
+        #expect(try await alice.stop() == 0)
+        #expect(try await bob.stop() == 0)
+        tcpdump.terminate()
+        _ = try await tcpdump.wait()
+
+        let records = try await dumpJSON(capture, "--keylog", keyLog)
+        let announced = Set(records.filter { $0["kind"] as? String == "mdns" }.flatMap { record in
+            (record["records"] as? [[String: Any]] ?? []).compactMap { $0["weftUser"] as? String }
+        })
+        #expect(announced.isSuperset(of: [try await alice.userID(), try await bob.userID()]), "\(announced)")
+        let meshTags = Set(records.filter { $0["kind"] as? String == "mdns" }.flatMap { record in
+            (record["records"] as? [[String: Any]] ?? []).compactMap { $0["meshTag"] as? String }
+        })
+        #expect(meshTags.count == 1, "one mesh: \(meshTags)")
+        let operations = records.filter { $0["message"] as? String == "OPERATIONS" }.flatMap { $0["operations"] as? [[String: Any]] ?? [] }
+        #expect(operations.contains { $0["id"] as? String == message && $0["signatureValid"] as? Bool == true })
+        #expect(!records.contains { $0["kind"] as? String == "problem" })
     }
 }

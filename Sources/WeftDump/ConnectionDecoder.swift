@@ -96,7 +96,7 @@ public final class ConnectionDecoder {
     }
 
     private func feed(_ direction: inout Direction, offset: UInt64, _ bytes: some Collection<UInt8>, time: Int64, into records: inout [DumpRecord]) {
-        guard case let phase = direction.phase, phase != .lost else { return }
+        guard direction.phase != .lost else { return }
         if direction.buffer.readableBytes == 0 { direction.offset = offset }
         direction.buffer.writeBytes(bytes)
         while step(&direction, time: time, into: &records) {}

@@ -15,12 +15,30 @@ let weftBinary: URL = {
 
 /// A real `weft` process (or another program's) with its output collected as it arrives.
 final class ChildProcess: @unchecked Sendable {
-    // @unchecked: the pipes are only read by their handlers; the rest is immutable or locked.
-    /// Text collected from a pipe by its readability handler.
+    // @unchecked: the pipes are only read by their reader threads; the rest is immutable or locked.
+    /// Bytes collected from a pipe by a thread of its own that reads until the pipe's end,
+    /// decoded as UTF-8 when asked for (a character may arrive split across two reads), and
+    /// whether the end was reached: once the child exits and it is, every byte is in.
     private final class Collected: Sendable {
-        let text = Mutex("")
-        func append(_ data: Data) { text.withLock { $0 += String(decoding: data, as: UTF8.self) } }
-        var value: String { text.withLock { $0 } }
+        private let state = Mutex((bytes: [UInt8](), ended: false))
+
+        /// Reads `handle` on a new thread until its end. (Foundation's readability handler is
+        /// not called again at the end when the last bytes and the end come together.)
+        func read(_ handle: FileHandle) {
+            Thread.detachNewThread { [self] in
+                var buffer = [UInt8](repeating: 0, count: 1 << 16)
+                while true {
+                    let count = buffer.withUnsafeMutableBytes { Glibc.read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+                    if count < 0 && errno == EINTR { continue }
+                    guard count > 0 else { break }
+                    state.withLock { $0.bytes += buffer[..<count] }
+                }
+                state.withLock { $0.ended = true }
+            }
+        }
+
+        var value: String { String(decoding: state.withLock { $0.bytes }, as: UTF8.self) }
+        var ended: Bool { state.withLock { $0.ended } }
     }
 
     private let process: SpawnedProcess
@@ -41,8 +59,8 @@ final class ChildProcess: @unchecked Sendable {
         let out = Pipe()
         let err = Pipe()
         pipes = (out, err)
-        out.fileHandleForReading.readabilityHandler = { [stdoutText] handle in stdoutText.append(handle.availableData) }
-        err.fileHandleForReading.readabilityHandler = { [stderrText] handle in stderrText.append(handle.availableData) }
+        stdoutText.read(out.fileHandleForReading)
+        stderrText.read(err.fileHandleForReading)
         defer {
             // The child holds its own copies of the write ends.
             try? out.fileHandleForWriting.close()
@@ -75,7 +93,14 @@ final class ChildProcess: @unchecked Sendable {
             }
             try await Task.sleep(for: .milliseconds(10))
         }
-        try await Task.sleep(for: .milliseconds(50))  // let the pipes drain
+        // Then until both pipes are at their end: what it wrote last has been read.
+        while !(stdoutText.ended && stderrText.ended) {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("\(process.arguments) exited but its output did not end within \(seconds) s")
+                throw CancellationError()
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
         // As Foundation reported it: the exit status, or the signal that ended the process.
         switch process.exit {
         case .status(let status)?, .signal(let status)?: return status

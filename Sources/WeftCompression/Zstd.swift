@@ -47,7 +47,8 @@ public final class ZstdCompressor {
         let bound = ZSTD_compressBound(input.count)
         return [UInt8](unsafeUninitializedCapacity: bound) { out, count in
             let written = ZSTD_compressCCtx(context, out.baseAddress, bound, input.baseAddress, input.count, level)
-            // With an output of ZSTD_compressBound bytes compression cannot fail.
+            // With an output of ZSTD_compressBound bytes compression cannot fail, whatever the
+            // input (only a node's own content is compressed here): a failure is a bug.
             precondition(ZSTD_isError(written) == 0, "zstd: \(String(cString: ZSTD_getErrorName(written)))")
             count = written
         }

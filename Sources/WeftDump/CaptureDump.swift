@@ -133,7 +133,7 @@ public final class CaptureDump {
             }
             return []
         case .data(let key, let direction, let offset, let bytes, let time):
-            return data(key, fromInitiator: direction == .fromInitiator, offset: offset, Array(bytes), time: time)
+            return data(key, fromInitiator: direction == .fromInitiator, offset: offset, bytes, time: time)
         case .gap(let key, let direction, let offset, let count):
             guard case .decoding(let decoder)? = connections[key] else { return [] }
             return decoder.gap(fromInitiator: direction == .fromInitiator, offset: offset, byteCount: count, time: time)
@@ -142,12 +142,14 @@ public final class CaptureDump {
         }
     }
 
-    private func data(_ key: TCPConnectionKey, fromInitiator: Bool, offset: UInt64, _ bytes: [UInt8], time: Int64) -> [DumpRecord] {
+    private func data(_ key: TCPConnectionKey, fromInitiator: Bool, offset: UInt64, _ bytes: ArraySlice<UInt8>, time: Int64) -> [DumpRecord] {
         switch connections[key] {
         case .decoding(let decoder)?:
             return decoder.feed(fromInitiator: fromInitiator, offset: offset, bytes, time: time)
         case .undecided(let fromStart, var waiting)?:
-            waiting.append((fromInitiator, offset, bytes))
+            // Kept until the connection is known to be Weft's (a slice of the file's buffer
+            // would keep that whole buffer).
+            waiting.append((fromInitiator, offset, Array(bytes)))
             // Weft's if the initiator's first bytes are the magic, or its port was asked for.
             let first = waiting.filter(\.fromInitiator).flatMap(\.bytes)
             let magic = WireConstants.magic

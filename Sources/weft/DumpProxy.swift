@@ -34,6 +34,8 @@ struct DumpProxy {
             try await withThrowingDiscardingTaskGroup { group in
                 for try await client in clients {
                     let number = numbers.add(1, ordering: .relaxed).newValue
+                    // One child task a connection, ended with it (a discarding group keeps
+                    // none after): as many as the connections the proxied nodes open.
                     group.addTask { await relay(client, number: number) }
                 }
             }
@@ -59,6 +61,7 @@ struct DumpProxy {
         // all of it forwarded already.
         let (passed, passing) = AsyncStream<(fromInitiator: Bool, bytes: ByteBuffer, time: Int64)>.makeStream()
         await withTaskGroup(of: Void.self) { group in
+            // The decoder, a child of this relay: it ends when `passing` finishes below.
             group.addTask { await decode(passed, number: number) }
             await forward(client, server, passing)
             passing.finish()
@@ -74,6 +77,7 @@ struct DumpProxy {
         do {
             try await client.executeThenClose { clientIn, clientOut in
                 try await server.executeThenClose { serverIn, serverOut in
+                    // Two children, one a direction; the first to end cancels the other.
                     try await withThrowingTaskGroup(of: Void.self) { loops in
                         loops.addTask {
                             for try await bytes in clientIn {

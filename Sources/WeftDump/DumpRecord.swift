@@ -8,9 +8,7 @@ public enum DumpValue: Sendable, Hashable {
     case object([DumpField])
 
     /// The value as JSON text.
-    public var jsonText: String { json }
-
-    var json: String {
+    public var json: String {
         switch self {
         case .string(let text): DumpRecord.quoted(text)
         case .integer(let value): String(value)

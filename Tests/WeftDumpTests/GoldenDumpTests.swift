@@ -62,7 +62,7 @@ struct GoldenDumpTests {
                 let digits = Array((message["hex"] as? String ?? "").utf8)
                 let bytes = stride(from: 0, to: digits.count - 1, by: 2).compactMap { UInt8(String(decoding: digits[$0...($0 + 1)], as: UTF8.self), radix: 16) }
                 let fields = ConnectionDecoder.describe(syncPayload: bytes)
-                lines.append("\(message["description"] as? String ?? "")\n  " + DumpValue.object(fields).jsonText)
+                lines.append("\(message["description"] as? String ?? "")\n  " + DumpValue.object(fields).json)
                 if group == "messages" { #expect(!fields.contains { $0.name == "problem" }, "\(message["description"] ?? "")") }
                 if group == "invalid" { #expect(fields.contains { $0.name == "problem" }, "\(message["description"] ?? "")") }
             }
